@@ -1,0 +1,51 @@
+# deliveryd — build, run and test entry points. Every target installs what it needs and is safe to repeat.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+# The Swift toolchain of this machine image lives in /opt/swift; use it when it is not on PATH yet.
+export PATH := $(if $(wildcard /opt/swift/usr/bin),/opt/swift/usr/bin:,)$(PATH)
+
+APT_PACKAGES := libsqlite3-dev libcurl4-openssl-dev libssl-dev pkg-config ca-certificates
+SWIFT_FORMAT_PATHS := Sources Tests Package.swift
+
+.PHONY: help deps build run test lint format clean
+
+help:
+	@echo "make run    build (release) and run deliveryd on 127.0.0.1:8080 with data in ./var"
+	@echo "make test   install what is missing, lint, build and run every test"
+	@echo "make lint   check formatting with swift-format"
+	@echo "make format rewrite sources with swift-format"
+
+## Installs the Debian packages the build needs, only those that are missing.
+deps:
+	@missing=""; \
+	for pkg in $(APT_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' "$$pkg" 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$pkg"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	@command -v swift >/dev/null || { echo "swift is not installed (expected in /opt/swift/usr/bin)"; exit 1; }
+
+build: deps
+	swift build -c release --product deliveryd
+
+run: build
+	.build/release/deliveryd
+
+lint:
+	swift format lint --strict --recursive $(SWIFT_FORMAT_PATHS)
+
+format:
+	swift format format --in-place --recursive $(SWIFT_FORMAT_PATHS)
+
+test: deps lint
+	swift build --build-tests
+	swift test --skip-build
+
+clean:
+	rm -rf .build

@@ -1,0 +1,77 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Compiler hygiene shared by every Swift target: explicit `any`, imports that are internal unless
+/// a public signature needs them, and members visible only through a direct import.
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "deliveryd",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "deliveryd", targets: ["deliveryd"])
+    ],
+    targets: [
+        // C libraries, reached only through these system-library targets.
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+
+        // The core: pure values, no I/O.
+        .target(name: "OrderDomain", swiftSettings: strictSettings),
+        .target(name: "Projection", dependencies: ["OrderDomain"], swiftSettings: strictSettings),
+
+        // The edges.
+        .target(name: "HTTPServer", swiftSettings: strictSettings),
+        .target(
+            name: "Storage",
+            dependencies: ["OrderDomain", "CSQLite"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "Pusher",
+            dependencies: ["Projection", "CCurl", "COpenSSL"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "DeliveryAPI",
+            dependencies: ["OrderDomain", "Projection", "HTTPServer", "Storage", "Pusher"],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "deliveryd",
+            dependencies: ["DeliveryAPI"],
+            swiftSettings: strictSettings
+        ),
+
+        .testTarget(name: "OrderDomainTests", dependencies: ["OrderDomain"], swiftSettings: strictSettings),
+        .testTarget(name: "StorageTests", dependencies: ["Storage"], swiftSettings: strictSettings),
+        .testTarget(name: "PusherTests", dependencies: ["Pusher"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "DeliverydTests",
+            dependencies: ["HTTPServer"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "HTTPServerTests",
+            dependencies: ["HTTPServer"],
+            swiftSettings: strictSettings
+        ),
+    ]
+)

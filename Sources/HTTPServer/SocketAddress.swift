@@ -1,0 +1,40 @@
+#if canImport(Glibc)
+    internal import Glibc
+#endif
+
+/// An IPv4 host and port to listen on, parsed from `HOST:PORT`.
+public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
+    public let host: String
+    public let port: UInt16
+
+    public init(host: String, port: UInt16) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Parses `127.0.0.1:8080`; `nil` when the host is not a dotted IPv4 address or the port is not 0…65535.
+    public init?(parsing text: String) {
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
+            return nil
+        }
+        let host = String(text[..<colon])
+        var address = in_addr()
+        guard inet_pton(AF_INET, host, &address) == 1 else { return nil }
+        self.init(host: host, port: port)
+    }
+
+    public var description: String { "\(host):\(port)" }
+}
+
+/// A POSIX call that failed, with the errno it set.
+public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let function: String
+    public let errno: Int32
+
+    package init(function: String, errno: Int32) {
+        self.function = function
+        self.errno = errno
+    }
+
+    public var description: String { "\(function): \(String(cString: strerror(errno))) (errno \(errno))" }
+}

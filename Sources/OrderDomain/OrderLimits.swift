@@ -1,0 +1,129 @@
+public import FoundationEssentials
+
+/// The bounds every order input is held to; the API documents the same numbers.
+public enum OrderLimits {
+    public static let numberLength = 1...32
+    public static let nameLength = 1...100
+    public static let identifierLength = 1...64
+    public static let addressLength = 1...500
+    public static let noteLength = 0...500
+    public static let reasonLength = 0...500
+    public static let itemCount = 1...100
+    public static let quantity = 1...999
+    public static let phoneLength = 5...32
+    /// How far ahead an ETA may lie; further is a typo, not a delivery.
+    public static let estimatedArrivalHorizon: TimeInterval = 48 * 3600
+    /// How far before the order's creation an ETA may lie, for clocks that disagree a little.
+    public static let estimatedArrivalSkew: TimeInterval = 10 * 60
+    /// The payment methods the API accepts.
+    public static let paymentMethods: Set<String> = ["card", "cash", "wallet", "voucher", "other"]
+}
+
+/// Collects every broken field rule of one input, so that a client learns all of them at once.
+struct FieldChecker {
+    private(set) var issues: [FieldIssue] = []
+
+    mutating func fail(_ field: String, _ problem: String) {
+        issues.append(FieldIssue(field: field, problem: problem))
+    }
+
+    /// Checks a required text field; returns it when it is present and well-formed.
+    mutating func text(_ value: String?, _ field: String, length: ClosedRange<Int>) -> String? {
+        guard let value else {
+            fail(field, "is required")
+            return nil
+        }
+        return optionalText(value, field, length: length)
+    }
+
+    /// Checks an optional text field: length in characters, and no control characters.
+    mutating func optionalText(_ value: String?, _ field: String, length: ClosedRange<Int>) -> String? {
+        guard let value else { return nil }
+        let trimmed = value.trimmingWhitespace()
+        if !length.contains(trimmed.count) {
+            fail(
+                field,
+                trimmed.isEmpty
+                    ? "must not be empty" : "must be \(length.lowerBound) to \(length.upperBound) characters")
+            return nil
+        }
+        if trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            fail(field, "must not contain control characters")
+            return nil
+        }
+        return trimmed
+    }
+
+    /// A phone number: digits with the usual separators and an optional leading `+`.
+    mutating func phone(_ value: String?, _ field: String, required: Bool) -> String? {
+        guard let value else {
+            if required { fail(field, "is required") }
+            return nil
+        }
+        let allowed = Set("0123456789+-() ./")
+        let digits = value.filter(\.isASCIIDigit).count
+        guard OrderLimits.phoneLength.contains(value.count), value.allSatisfy(allowed.contains), digits >= 5,
+            !value.dropFirst().contains("+")
+        else {
+            fail(field, "must be a phone number of 5 to 32 characters")
+            return nil
+        }
+        return value
+    }
+
+    /// A BCP 47-shaped language tag: `en`, `de-DE`, `zh-Hans`, `zh-Hans-CN`.
+    mutating func locale(_ value: String?, _ field: String) -> String? {
+        guard let value else {
+            fail(field, "is required")
+            return nil
+        }
+        let parts = value.split(separator: "-", omittingEmptySubsequences: false)
+        let languageOK = parts.first.map { (2...3).contains($0.count) && $0.allSatisfy(\.isASCIILetter) } ?? false
+        let restOK = parts.dropFirst().allSatisfy { (2...8).contains($0.count) && $0.allSatisfy(\.isASCIIAlphanumeric) }
+        guard languageOK, restOK, value.count <= 35 else {
+            fail(field, "must be a language tag such as en or de-DE")
+            return nil
+        }
+        return value
+    }
+
+    /// An ETA no earlier than the order's creation (less a small skew) and no later than the horizon.
+    mutating func estimatedArrival(_ value: Date?, _ field: String, createdAt: Date, now: Date) -> Date? {
+        guard let value else {
+            fail(field, "is required")
+            return nil
+        }
+        guard value >= createdAt.addingTimeInterval(-OrderLimits.estimatedArrivalSkew) else {
+            fail(field, "must not be before the order was placed")
+            return nil
+        }
+        guard value <= now.addingTimeInterval(OrderLimits.estimatedArrivalHorizon) else {
+            fail(field, "must be within 48 hours")
+            return nil
+        }
+        return value
+    }
+
+    /// Throws `validation_failed` naming every issue, if there is any.
+    func finish() throws(OrderError) {
+        guard issues.isEmpty else {
+            let list = issues.map(\.description).joined(separator: "; ")
+            throw OrderError(.validationFailed, "invalid fields: \(list)", fieldIssues: issues)
+        }
+    }
+}
+
+extension String {
+    /// The string without leading and trailing white space (spaces, tabs, line breaks).
+    func trimmingWhitespace() -> String {
+        let start = firstIndex(where: { !$0.isWhitespace }) ?? endIndex
+        let end = lastIndex(where: { !$0.isWhitespace }).map(index(after:)) ?? start
+        return String(self[start..<max(start, end)])
+    }
+}
+
+extension Character {
+    var isASCIIDigit: Bool { isASCII && isNumber }
+    var isASCIILetter: Bool { isASCII && isLetter }
+    var isASCIIAlphanumeric: Bool { isASCIIDigit || isASCIILetter }
+}

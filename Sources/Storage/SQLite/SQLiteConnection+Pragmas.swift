@@ -1,0 +1,25 @@
+extension SQLiteConnection {
+    /// Opens a connection with the pragmas deliveryd relies on: WAL, foreign keys, the configured
+    /// `synchronous` level and busy timeout.
+    package static func open(_ configuration: StorageConfiguration, readOnly: Bool = false) throws(SQLiteError)
+        -> SQLiteConnection
+    {
+        let connection = try SQLiteConnection(path: configuration.databasePath, readOnly: readOnly)
+        connection.setBusyTimeout(milliseconds: configuration.busyTimeoutMilliseconds)
+        if !readOnly {
+            try connection.execute("PRAGMA journal_mode=WAL")
+        }
+        try connection.execute(
+            """
+            PRAGMA foreign_keys=ON;
+            PRAGMA synchronous=\(configuration.synchronous.rawValue);
+            """
+        )
+        return connection
+    }
+
+    /// The journal mode SQLite reports (`wal` once WAL is on).
+    package func journalMode() throws -> String {
+        try cached("PRAGMA journal_mode").firstRow { $0.text(0) ?? "" } ?? ""
+    }
+}

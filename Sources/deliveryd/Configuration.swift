@@ -1,0 +1,226 @@
+import HTTPServer
+
+/// Every setting of `deliveryd`, read from flags first, then environment variables, then defaults.
+///
+/// Only this executable reads the environment; the modules get typed configuration values.
+struct Configuration: Sendable {
+    var listen = ListenAddress(host: "127.0.0.1", port: 8080)
+    var dataDirectory = "./var"
+    var adminKey: String?
+    var apnsKeyFile: String?
+    var apnsKeyID: String?
+    var apnsTeamID: String?
+    var apnsTopic: String?
+    var apnsDevelopmentURL = "https://api.sandbox.push.apple.com"
+    var apnsProductionURL = "https://api.push.apple.com"
+    var apnsCAFile: String?
+    var dismissalDelaySeconds = 900
+    var dateEncoding = "reference"
+    var synchronous = "full"
+
+    /// One setting: its flag, its environment variable, its help line, and how to apply a value.
+    struct Setting: Sendable {
+        let flag: String
+        let environment: String
+        let placeholder: String
+        let help: String
+        let isSecret: Bool
+        let apply: @Sendable (inout Configuration, String) throws(ConfigurationError) -> Void
+        let current: @Sendable (Configuration) -> String?
+    }
+
+    static let settings: [Setting] = [
+        Setting(
+            flag: "--listen", environment: "DELIVERYD_LISTEN", placeholder: "HOST:PORT",
+            help: "address to serve HTTP on (default 127.0.0.1:8080)", isSecret: false,
+            apply: { config, value throws(ConfigurationError) in
+                guard let address = ListenAddress(parsing: value) else {
+                    throw .invalid("--listen", value, "expected an IPv4 HOST:PORT such as 127.0.0.1:8080")
+                }
+                config.listen = address
+            }, current: { $0.listen.description }
+        ),
+        Setting(
+            flag: "--data-dir", environment: "DELIVERYD_DATA_DIR", placeholder: "DIR",
+            help: "directory of the SQLite database (default ./var, created if missing)", isSecret: false,
+            apply: { config, value throws(ConfigurationError) in
+                guard !value.isEmpty else { throw .invalid("--data-dir", value, "must not be empty") }
+                config.dataDirectory = value
+            }, current: { $0.dataDirectory }
+        ),
+        Setting(
+            flag: "--admin-key", environment: "DELIVERYD_ADMIN_KEY", placeholder: "KEY",
+            help: "make sure an admin API key with this value exists (default: create one on first start)",
+            isSecret: true,
+            apply: { config, value throws(ConfigurationError) in
+                guard value.count >= 16 else { throw .invalid("--admin-key", "…", "must be at least 16 characters") }
+                config.adminKey = value
+            }, current: { $0.adminKey }
+        ),
+        Setting(
+            flag: "--apns-key-file", environment: "APNS_KEY_FILE", placeholder: "PATH",
+            help: "APNs .p8 signing key (default: none, pushes go to the log sender)", isSecret: false,
+            apply: { config, value throws(ConfigurationError) in config.apnsKeyFile = value },
+            current: { $0.apnsKeyFile }
+        ),
+        Setting(
+            flag: "--apns-key-id", environment: "APNS_KEY_ID", placeholder: "ID",
+            help: "the 10-character key id of the APNs key", isSecret: false,
+            apply: { config, value throws(ConfigurationError) in config.apnsKeyID = value }, current: { $0.apnsKeyID }
+        ),
+        Setting(
+            flag: "--apns-team-id", environment: "APNS_TEAM_ID", placeholder: "ID",
+            help: "the 10-character Apple developer team id", isSecret: false,
+            apply: { config, value throws(ConfigurationError) in config.apnsTeamID = value }, current: { $0.apnsTeamID }
+        ),
+        Setting(
+            flag: "--apns-topic", environment: "APNS_TOPIC", placeholder: "BUNDLE_ID",
+            help: "bundle id of the default iOS app", isSecret: false,
+            apply: { config, value throws(ConfigurationError) in config.apnsTopic = value }, current: { $0.apnsTopic }
+        ),
+        Setting(
+            flag: "--apns-development-url", environment: "APNS_DEVELOPMENT_URL", placeholder: "URL",
+            help: "APNs host for development tokens (default https://api.sandbox.push.apple.com)", isSecret: false,
+            apply: { config, value throws(ConfigurationError) in
+                guard value.hasPrefix("https://") else {
+                    throw .invalid("--apns-development-url", value, "must start with https://")
+                }
+                config.apnsDevelopmentURL = value
+            }, current: { $0.apnsDevelopmentURL }
+        ),
+        Setting(
+            flag: "--apns-production-url", environment: "APNS_PRODUCTION_URL", placeholder: "URL",
+            help: "APNs host for production tokens (default https://api.push.apple.com)", isSecret: false,
+            apply: { config, value throws(ConfigurationError) in
+                guard value.hasPrefix("https://") else {
+                    throw .invalid("--apns-production-url", value, "must start with https://")
+                }
+                config.apnsProductionURL = value
+            }, current: { $0.apnsProductionURL }
+        ),
+        Setting(
+            flag: "--apns-ca-file", environment: "APNS_CA_FILE", placeholder: "PATH",
+            help: "CA bundle to trust for APNs (default: the system's trust store)", isSecret: false,
+            apply: { config, value throws(ConfigurationError) in config.apnsCAFile = value }, current: { $0.apnsCAFile }
+        ),
+        Setting(
+            flag: "--dismissal-delay", environment: "DELIVERYD_DISMISSAL_DELAY", placeholder: "SECONDS",
+            help: "how long an ended Live Activity stays on the Lock Screen, 0-14400 (default 900)", isSecret: false,
+            apply: { config, value throws(ConfigurationError) in
+                guard let seconds = Int(value), (0...14_400).contains(seconds) else {
+                    throw .invalid(
+                        "--dismissal-delay", value, "expected whole seconds from 0 to 14400 (iOS caps it at 4 hours)")
+                }
+                config.dismissalDelaySeconds = seconds
+            }, current: { String($0.dismissalDelaySeconds) }
+        ),
+        Setting(
+            flag: "--date-encoding", environment: "DELIVERYD_DATE_ENCODING", placeholder: "reference|unix",
+            help: "how dates in content-state are encoded (default reference: seconds since 2001-01-01)",
+            isSecret: false,
+            apply: { config, value throws(ConfigurationError) in
+                guard value == "reference" || value == "unix" else {
+                    throw .invalid("--date-encoding", value, "expected reference or unix")
+                }
+                config.dateEncoding = value
+            }, current: { $0.dateEncoding }
+        ),
+        Setting(
+            flag: "--synchronous", environment: "DELIVERYD_SYNCHRONOUS", placeholder: "full|normal",
+            help: "SQLite synchronous level (default full: commits survive power loss)", isSecret: false,
+            apply: { config, value throws(ConfigurationError) in
+                guard value == "full" || value == "normal" else {
+                    throw .invalid("--synchronous", value, "expected full or normal")
+                }
+                config.synchronous = value
+            }, current: { $0.synchronous }
+        ),
+    ]
+
+    /// Reads flags (`--flag value` or `--flag=value`) over environment variables over defaults.
+    /// - Throws: `ConfigurationError` naming the flag or variable that is unknown, missing a value or invalid.
+    static func load(arguments: [String], environment: [String: String]) throws(ConfigurationError) -> Configuration {
+        var config = Configuration()
+        for setting in settings {
+            if let value = environment[setting.environment], !value.isEmpty {
+                do { try setting.apply(&config, value) } catch { throw error.renamed(setting.environment) }
+            }
+        }
+        var remaining = arguments[...]
+        while let argument = remaining.popFirst() {
+            let parts = argument.split(separator: "=", maxSplits: 1)
+            let flag = String(parts[0])
+            guard let setting = settings.first(where: { $0.flag == flag }) else {
+                throw .unknownFlag(argument)
+            }
+            let value: String
+            if parts.count == 2 {
+                value = String(parts[1])
+            } else if let next = remaining.popFirst() {
+                value = next
+            } else {
+                throw .missingValue(flag)
+            }
+            try setting.apply(&config, value)
+        }
+        try config.validate()
+        return config
+    }
+
+    /// Cross-field rules: an APNs key needs its key id and team id.
+    func validate() throws(ConfigurationError) {
+        if apnsKeyFile != nil {
+            if apnsKeyID == nil { throw .missing("--apns-key-id", because: "--apns-key-file is set") }
+            if apnsTeamID == nil { throw .missing("--apns-team-id", because: "--apns-key-file is set") }
+            if apnsTopic == nil { throw .missing("--apns-topic", because: "--apns-key-file is set") }
+        }
+    }
+
+    /// The settings in force, secrets masked, one `name=value` per line, for the start-up log.
+    var summary: [(String, String)] {
+        Self.settings.compactMap { setting in
+            guard let value = setting.current(self) else { return nil }
+            return (String(setting.flag.dropFirst(2)), setting.isSecret ? "(set)" : value)
+        }
+    }
+
+    static var helpText: String {
+        var text = """
+            deliveryd — keeps iOS Live Activities of delivery orders up to date over APNs.
+
+            usage: deliveryd [options]
+
+            options (each also read from the environment variable shown):
+
+            """
+        for setting in settings {
+            let left = "  \(setting.flag) \(setting.placeholder)"
+            text += left + String(repeating: " ", count: max(2, 40 - left.count))
+            text += "\(setting.help)\n" + String(repeating: " ", count: 40) + "env \(setting.environment)\n"
+        }
+        text += "  --help                                print this text\n"
+        return text
+    }
+}
+
+/// Why the configuration cannot be used; printed and the process exits with status 2.
+enum ConfigurationError: Error, Equatable, CustomStringConvertible {
+    case unknownFlag(String)
+    case missingValue(String)
+    case missing(String, because: String)
+    case invalid(String, String, String)
+
+    func renamed(_ name: String) -> ConfigurationError {
+        if case .invalid(_, let value, let reason) = self { return .invalid(name, value, reason) }
+        return self
+    }
+
+    var description: String {
+        switch self {
+        case .unknownFlag(let flag): "unknown option \(flag) (see deliveryd --help)"
+        case .missingValue(let flag): "\(flag) needs a value"
+        case .missing(let flag, let because): "\(flag) is required because \(because)"
+        case .invalid(let name, let value, let reason): "invalid \(name) \(value): \(reason)"
+        }
+    }
+}

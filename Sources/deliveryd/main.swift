@@ -1,0 +1,79 @@
+import DeliveryAPI
+import Foundation
+import HTTPServer
+import Pusher
+import Storage
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Writes one line to standard error without touching the global `stderr` stream.
+func printError(_ line: String) {
+    FileHandle.standardError.write(Data((line + "\n").utf8))
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.contains("--help") || arguments.contains("-h") {
+    print(Configuration.helpText, terminator: "")
+    exit(0)
+}
+
+let configuration: Configuration
+do {
+    configuration = try Configuration.load(arguments: arguments, environment: ProcessInfo.processInfo.environment)
+} catch {
+    printError("deliveryd: \(error)")
+    exit(2)
+}
+
+do {
+    try CurlLibrary.current.requireHTTP2()
+} catch {
+    printError("deliveryd: \(error)")
+    exit(1)
+}
+
+let storage: Database
+do {
+    storage = try Database.open(
+        StorageConfiguration(
+            dataDirectory: configuration.dataDirectory,
+            synchronous: configuration.synchronous == "normal" ? .normal : .full
+        )
+    )
+} catch {
+    printError("deliveryd: cannot open the database in \(configuration.dataDirectory): \(error)")
+    exit(1)
+}
+
+let service = DeliveryService()
+let listener: BasicHTTPListener
+do {
+    listener = try BasicHTTPListener(address: configuration.listen) { request in service.handle(request) }
+} catch {
+    printError("deliveryd: cannot listen on \(configuration.listen): \(error)")
+    exit(1)
+}
+
+signal(SIGPIPE, SIG_IGN)
+signal(SIGTERM, SIG_IGN)
+signal(SIGINT, SIG_IGN)
+let stopSignals = [SIGTERM, SIGINT].map { DispatchSource.makeSignalSource(signal: $0, queue: .main) }
+for source in stopSignals {
+    source.setEventHandler {
+        listener.stop()
+        printError("deliveryd: stopped")
+        exit(0)
+    }
+    source.resume()
+}
+
+for (name, value) in configuration.summary {
+    printError("deliveryd: config \(name)=\(value)")
+}
+printError("deliveryd: database \(storage.path) (journal \(storage.journalMode))")
+printError("deliveryd: libcurl \(CurlLibrary.current.version) with HTTP/2, \(CurlLibrary.current.sslVersion)")
+listener.start()
+printError("deliveryd: listening on http://\(listener.boundAddress)")
+dispatchMain()

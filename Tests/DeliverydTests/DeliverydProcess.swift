@@ -1,0 +1,62 @@
+import Foundation
+
+/// The built `deliveryd` executable, started as a child process on a free port with its own data dir.
+///
+/// `swift build` puts the executable beside the test bundle, so the tests run the real binary.
+final class DeliverydProcess {
+    let process = Process()
+    let port: UInt16
+    let dataDirectory: String
+    private let errorPipe = Pipe()
+
+    static var executableURL: URL {
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        while !directory.path.hasSuffix("/debug") && !directory.path.hasSuffix("/release") && directory.path != "/" {
+            directory.deleteLastPathComponent()
+        }
+        return directory.appendingPathComponent("deliveryd")
+    }
+
+    /// Runs `deliveryd` with `arguments` and waits for it to exit; returns status, stdout and stderr.
+    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String, String) {
+        let process = Process()
+        process.executableURL = executableURL
+        process.arguments = arguments
+        process.environment = environment
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let output = out.fileHandleForReading.readDataToEndOfFile()
+        let errors = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (
+            process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errors, as: UTF8.self)
+        )
+    }
+
+    init(extraArguments: [String] = []) throws {
+        port = UInt16.random(in: 20_000...40_000)
+        dataDirectory = NSTemporaryDirectory() + "deliveryd-e2e-" + UUID().uuidString
+        process.executableURL = Self.executableURL
+        process.arguments = ["--listen", "127.0.0.1:\(port)", "--data-dir", dataDirectory] + extraArguments
+        process.environment = [:]
+        process.standardError = errorPipe
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    /// Stops the process with SIGTERM and removes its data directory.
+    func stop() -> Int32 {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(atPath: dataDirectory)
+        return process.terminationStatus
+    }
+
+    /// Everything the process wrote to standard error (read after it stopped).
+    func standardError() -> String {
+        String(decoding: errorPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    }
+}

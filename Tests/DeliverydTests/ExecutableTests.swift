@@ -1,0 +1,81 @@
+import Foundation
+import Glibc
+import Testing
+
+@Suite("deliveryd executable", .serialized)
+struct ExecutableTests {
+    /// `--help` lists every setting with its flag and environment variable, and exits 0.
+    @Test func helpListsSettings() throws {
+        let (status, output, _) = try DeliverydProcess.run(["--help"])
+        #expect(status == 0)
+        for name in [
+            "--listen", "DELIVERYD_LISTEN", "--data-dir", "DELIVERYD_DATA_DIR", "--admin-key", "DELIVERYD_ADMIN_KEY",
+            "--apns-key-file", "APNS_KEY_FILE", "--apns-key-id", "APNS_KEY_ID", "--apns-team-id", "APNS_TEAM_ID",
+            "--apns-topic", "APNS_TOPIC", "--apns-development-url", "APNS_DEVELOPMENT_URL",
+            "--apns-production-url", "APNS_PRODUCTION_URL", "--apns-ca-file", "APNS_CA_FILE",
+            "--dismissal-delay", "DELIVERYD_DISMISSAL_DELAY", "--date-encoding", "DELIVERYD_DATE_ENCODING",
+        ] {
+            #expect(output.contains(name), "help does not mention \(name)")
+        }
+    }
+
+    /// Bad settings stop the process at start-up with status 2 and a message naming the setting.
+    @Test(
+        arguments: [
+            (["--listen", "nowhere"], [:], "--listen"),
+            (["--bogus"], [:], "--bogus"),
+            (["--date-encoding", "iso"], [:], "--date-encoding"),
+            (["--apns-key-file", "/tmp/k.p8"], [:], "--apns-key-id"),
+            ([], ["DELIVERYD_DISMISSAL_DELAY": "-5"], "DELIVERYD_DISMISSAL_DELAY"),
+        ] as [([String], [String: String], String)])
+    func badConfigurationFailsLoudly(arguments: [String], environment: [String: String], named: String) throws {
+        let (status, _, errors) = try DeliverydProcess.run(arguments, environment: environment)
+        #expect(status == 2)
+        #expect(errors.contains(named))
+    }
+
+    /// The real binary starts, creates its database, answers `GET /healthz` and stops on SIGTERM.
+    @Test func servesHealthz() async throws {
+        let server = try DeliverydProcess()
+        var body: String?
+        for _ in 0..<100 where body == nil {
+            body = try? fetch(port: server.port, path: "/healthz")
+            if body == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        let database = server.dataDirectory + "/deliveryd.sqlite3"
+        #expect(FileManager.default.fileExists(atPath: database))
+        #expect(server.stop() == 0)
+        let response = try #require(body)
+        #expect(response.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(response.hasSuffix("\r\n\r\n{\"status\":\"ok\"}"))
+        #expect(server.standardError().contains("listening on http://127.0.0.1:\(server.port)"))
+    }
+
+    private func fetch(port: UInt16, path: String) throws -> String {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else { throw NotListening() }
+        let request = Array("GET \(path) HTTP/1.1\r\nHost: test\r\n\r\n".utf8)
+        _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var response: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            response.append(contentsOf: buffer[0..<count])
+        }
+        return String(decoding: response, as: UTF8.self)
+    }
+}
+
+/// The server did not accept a connection (yet).
+struct NotListening: Error {}

@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+
+@testable import Storage
+
+@Suite("SQLite wrapper")
+struct SQLiteConnectionTests {
+    /// A file opened with deliveryd's pragmas is in WAL mode, and a committed row is read back after the
+    /// connection is closed and the file reopened.
+    @Test func walRoundTripSurvivesReopen() throws {
+        let directory = try TemporaryDirectory()
+        let configuration = StorageConfiguration(dataDirectory: directory.path)
+        do {
+            let connection = try SQLiteConnection.open(configuration)
+            #expect(try connection.journalMode() == "wal")
+            try connection.execute(
+                "CREATE TABLE note (id INTEGER PRIMARY KEY, body TEXT NOT NULL, weight REAL, raw BLOB)")
+            try connection.transaction {
+                try connection.cached("INSERT INTO note (body, weight, raw) VALUES (?, ?, ?)")
+                    .run([.text("héllo, wörld ✓"), .real(2.5), .blob([0, 1, 254, 255])])
+            }
+            #expect(connection.lastInsertRowID == 1)
+        }
+        #expect(FileManager.default.fileExists(atPath: configuration.databasePath))
+
+        let reopened = try SQLiteConnection.open(configuration)
+        let rows = try reopened.cached("SELECT id, body, weight, raw FROM note").rows { row in
+            [row[0], row[1], row[2], row[3]]
+        }
+        #expect(rows == [[.integer(1), .text("héllo, wörld ✓"), .real(2.5), .blob([0, 1, 254, 255])]])
+        #expect(try reopened.journalMode() == "wal")
+    }
+
+    /// A transaction whose body throws leaves nothing behind.
+    @Test func failedTransactionRollsBack() throws {
+        let directory = try TemporaryDirectory()
+        let connection = try SQLiteConnection.open(StorageConfiguration(dataDirectory: directory.path))
+        try connection.execute("CREATE TABLE item (name TEXT NOT NULL UNIQUE)")
+        try connection.cached("INSERT INTO item VALUES (?)").run([.text("a")])
+        #expect(throws: SQLiteError.self) {
+            try connection.transaction {
+                try connection.cached("INSERT INTO item VALUES (?)").run([.text("b")])
+                try connection.cached("INSERT INTO item VALUES (?)").run([.text("a")])
+            }
+        }
+        #expect(connection.isAutocommit)
+        let names = try connection.cached("SELECT name FROM item ORDER BY name").rows { $0.text(0) }
+        #expect(names == ["a"])
+    }
+
+    /// Constraint violations surface as `SQLiteError` with SQLite's code and message.
+    @Test func errorsCarrySQLiteCode() throws {
+        let directory = try TemporaryDirectory()
+        let connection = try SQLiteConnection.open(StorageConfiguration(dataDirectory: directory.path))
+        try connection.execute("CREATE TABLE item (name TEXT NOT NULL)")
+        do {
+            try connection.cached("INSERT INTO item VALUES (?)").run([.null])
+            Issue.record("a NULL went into a NOT NULL column")
+        } catch {
+            #expect(error.code == .constraint)
+            #expect(error.message.contains("NOT NULL"))
+        }
+        #expect(throws: SQLiteError.self) { try connection.execute("SELEKT 1") }
+    }
+
+    /// The public `Database` creates its data directory and reports WAL.
+    @Test func databaseCreatesDirectory() throws {
+        let directory = try TemporaryDirectory()
+        let nested = directory.path + "/a/b"
+        let database = try Database.open(StorageConfiguration(dataDirectory: nested))
+        #expect(database.journalMode == "wal")
+        #expect(FileManager.default.fileExists(atPath: nested + "/deliveryd.sqlite3"))
+    }
+}
