@@ -8,13 +8,14 @@ SHELL := /bin/bash
 export PATH := $(if $(wildcard /opt/swift/usr/bin),/opt/swift/usr/bin:,)$(PATH)
 
 APT_PACKAGES := libsqlite3-dev libcurl4-openssl-dev libssl-dev pkg-config ca-certificates
-SWIFT_FORMAT_PATHS := Sources Tests Package.swift
+SWIFT_FORMAT_PATHS := Sources Tests bench Package.swift
 
-.PHONY: help deps build run test lint format clean
+.PHONY: help deps build run test lint format clean bench bench-projection
 
 help:
 	@echo "make run    build (release) and run deliveryd on 127.0.0.1:8080 with data in ./var"
 	@echo "make test   install what is missing, lint, build and run every test"
+	@echo "make bench  run the benchmarks in bench/ (release builds)"
 	@echo "make lint   check formatting with swift-format"
 	@echo "make format rewrite sources with swift-format"
 
@@ -46,6 +47,13 @@ format:
 test: deps lint
 	swift build --build-tests
 	swift test --skip-build
+
+bench: bench-projection
+
+## Payloads built per second on one core (pinned with taskset when available).
+bench-projection: deps
+	swift build -c release --product projection-bench
+	$$(command -v taskset >/dev/null && echo "taskset -c 0") .build/release/projection-bench
 
 clean:
 	rm -rf .build

@@ -60,7 +60,16 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
+        // Benchmarks, built in release by `make bench-*`.
+        .executableTarget(
+            name: "projection-bench",
+            dependencies: ["OrderDomain", "Projection"],
+            path: "bench/projection",
+            swiftSettings: strictSettings
+        ),
+
         .testTarget(name: "OrderDomainTests", dependencies: ["OrderDomain"], swiftSettings: strictSettings),
+        .testTarget(name: "ProjectionTests", dependencies: ["Projection"], swiftSettings: strictSettings),
         .testTarget(name: "StorageTests", dependencies: ["Storage"], swiftSettings: strictSettings),
         .testTarget(name: "PusherTests", dependencies: ["Pusher"], swiftSettings: strictSettings),
         .testTarget(

@@ -1,0 +1,135 @@
+import FoundationEssentials
+public import OrderDomain
+
+/// Maps an order to what its Live Activity shows, and nothing more.
+///
+/// The projection is a whitelist: it reads the status, stage, ETA, the merchant's name and number and
+/// the rider's name, scrubs every piece of free text, and never touches the customer, address,
+/// payment or notes, so no change elsewhere can leak them.
+public struct LiveActivityProjector: Sendable {
+    public let configuration: ProjectionConfiguration
+
+    public init(configuration: ProjectionConfiguration = ProjectionConfiguration()) {
+        self.configuration = configuration
+    }
+
+    /// The dynamic state for an order, in the customer's language.
+    public func contentState(for order: Order) -> ContentState {
+        ContentState(
+            status: order.status.rawValue,
+            stage: order.stage,
+            progress: Double(order.stage) / 4,
+            statusText: Language(localeTag: order.customer.locale).statusText(order.status),
+            estimatedArrival: roundedEstimatedArrival(order.estimatedArrival),
+            riderName: order.rider.flatMap { firstName(of: $0.name) }
+        )
+    }
+
+    /// The static attributes, sent once when the activity starts.
+    public func attributes(for order: Order) -> ActivityAttributes {
+        ActivityAttributes(
+            orderNumber: Self.truncated(TextScrubber.scrub(order.number), to: configuration.orderNumberLimit),
+            merchantName: Self.truncated(TextScrubber.scrub(order.merchantName), to: configuration.merchantNameLimit)
+        )
+    }
+
+    /// The `content-state` object as ActivityKit decodes it: sorted keys, dates per `dateEncoding`.
+    public func encode(_ state: ContentState) -> [UInt8] {
+        var writer = JSONWriter(capacity: 192)
+        write(state, into: &writer)
+        return writer.bytes
+    }
+
+    /// The `attributes` object of a start push: sorted keys.
+    public func encode(_ attributes: ActivityAttributes) -> [UInt8] {
+        var writer = JSONWriter(capacity: 96)
+        write(attributes, into: &writer)
+        return writer.bytes
+    }
+
+    /// A stable 64-bit FNV-1a digest of the encoded state, as 16 hex digits.
+    ///
+    /// Equal states give equal bytes, so equal fingerprints: the pusher compares the fingerprint of a
+    /// planned update with the last one sent for that activity and skips repeats.
+    public func fingerprint(_ state: ContentState) -> String {
+        Self.fingerprint(of: encode(state))
+    }
+
+    static func fingerprint(of bytes: some Sequence<UInt8>) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01B3
+        }
+        let digits = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+
+    func write(_ state: ContentState, into writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("estimatedArrival")
+        writer.integer(encodedDate(state.estimatedArrival))
+        writer.key("progress")
+        writer.number(state.progress)
+        if let riderName = state.riderName {
+            writer.key("riderName")
+            writer.string(riderName)
+        }
+        writer.key("stage")
+        writer.integer(Int64(state.stage))
+        writer.key("status")
+        writer.string(state.status)
+        writer.key("statusText")
+        writer.string(state.statusText)
+        writer.endObject()
+    }
+
+    func write(_ attributes: ActivityAttributes, into writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("merchantName")
+        writer.string(attributes.merchantName)
+        writer.key("orderNumber")
+        writer.string(attributes.orderNumber)
+        writer.endObject()
+    }
+
+    /// Whole seconds since the configured epoch; the state holds whole minutes anyway.
+    func encodedDate(_ date: Date) -> Int64 {
+        switch configuration.dateEncoding {
+        case .reference: Int64(date.timeIntervalSinceReferenceDate.rounded())
+        case .unix: Int64(date.timeIntervalSince1970.rounded())
+        }
+    }
+
+    /// The ETA rounded to `estimatedArrivalRounding`, so that tiny moves do not change the state.
+    func roundedEstimatedArrival(_ date: Date) -> Date {
+        let step = configuration.estimatedArrivalRounding
+        guard step > 0 else { return date }
+        return Date(timeIntervalSince1970: (date.timeIntervalSince1970 / step).rounded() * step)
+    }
+
+    /// The first word of a scrubbed name that has a letter in it and no mask, cut to the limit.
+    func firstName(of name: String) -> String? {
+        let scrubbed = TextScrubber.scrub(name)
+        let bytes = scrubbed.utf8
+        var wordStart = bytes.startIndex
+        while wordStart < bytes.endIndex {
+            let wordEnd = bytes[wordStart...].firstIndex(of: UInt8(ascii: " ")) ?? bytes.endIndex
+            let word = Substring(scrubbed.utf8[wordStart..<wordEnd])
+            // The mask is made of bullets (U+2022, UTF-8 E2 80 A2); the byte test skips the slow check for most words.
+            let hasMask = bytes[wordStart..<wordEnd].contains(0xA2) && word.contains("•")
+            if !hasMask, word.contains(where: \.isLetter) {
+                return Self.truncated(String(word), to: configuration.riderNameLimit)
+            }
+            wordStart = wordEnd < bytes.endIndex ? bytes.index(after: wordEnd) : wordEnd
+        }
+        return nil
+    }
+
+    /// `text` cut to `limit` characters, the last replaced by `…` when anything was cut.
+    static func truncated(_ text: String, to limit: Int) -> String {
+        guard text.utf8.count > limit, text.count > limit else { return text }
+        guard limit > 1 else { return String(text.prefix(limit)) }
+        return String(text.prefix(limit - 1)) + "…"
+    }
+}

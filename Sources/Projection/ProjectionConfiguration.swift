@@ -1,0 +1,60 @@
+public import FoundationEssentials
+
+/// The knobs of the projection and push plan; every one has the default the design names.
+public struct ProjectionConfiguration: Sendable, Hashable {
+    /// How `Date` fields inside `content-state` are written.
+    public enum DateEncoding: String, Sendable, Hashable, CaseIterable {
+        /// Seconds since 2001-01-01 UTC: what ActivityKit's default `JSONDecoder` reads.
+        case reference
+        /// Seconds since 1970-01-01 UTC, for apps that decode Unix time.
+        case unix
+    }
+
+    public var dateEncoding: DateEncoding
+    /// How long after the ETA the activity turns stale on the device.
+    public var staleGrace: TimeInterval
+    /// How long an ended activity stays on the Lock Screen.
+    public var dismissalDelay: TimeInterval
+    /// How long iOS lets an activity be updated after it starts.
+    public var activityLifetime: TimeInterval
+    /// Priority-10 pushes allowed per activity per hour before pushes drop to priority 5.
+    public var highPriorityBudgetPerHour: Int
+    /// ETAs are rounded to this many seconds, so that a move of a few seconds pushes nothing.
+    public var estimatedArrivalRounding: TimeInterval
+    /// Longest merchant name shown, in characters; longer ones are cut with `…`.
+    public var merchantNameLimit: Int
+    /// Longest rider first name shown.
+    public var riderNameLimit: Int
+    /// Longest order number shown.
+    public var orderNumberLimit: Int
+
+    /// - Parameters:
+    ///   - dateEncoding: default `.reference`.
+    ///   - staleGrace: default 15 minutes.
+    ///   - dismissalDelay: default 15 minutes.
+    ///   - activityLifetime: default 8 hours, as iOS enforces.
+    ///   - highPriorityBudgetPerHour: default 6.
+    ///   - estimatedArrivalRounding: default 60 seconds.
+    ///   - merchantNameLimit: default 40; `riderNameLimit` 20; `orderNumberLimit` 32.
+    public init(
+        dateEncoding: DateEncoding = .reference,
+        staleGrace: TimeInterval = 15 * 60,
+        dismissalDelay: TimeInterval = 15 * 60,
+        activityLifetime: TimeInterval = 8 * 3600,
+        highPriorityBudgetPerHour: Int = 6,
+        estimatedArrivalRounding: TimeInterval = 60,
+        merchantNameLimit: Int = 40,
+        riderNameLimit: Int = 20,
+        orderNumberLimit: Int = 32
+    ) {
+        self.dateEncoding = dateEncoding
+        self.staleGrace = staleGrace
+        self.dismissalDelay = dismissalDelay
+        self.activityLifetime = activityLifetime
+        self.highPriorityBudgetPerHour = highPriorityBudgetPerHour
+        self.estimatedArrivalRounding = estimatedArrivalRounding
+        self.merchantNameLimit = merchantNameLimit
+        self.riderNameLimit = riderNameLimit
+        self.orderNumberLimit = orderNumberLimit
+    }
+}

@@ -1,0 +1,301 @@
+public import FoundationEssentials
+public import OrderDomain
+
+/// What the device should do with a Live Activity push (`aps.event`).
+public enum LiveActivityEvent: String, Sendable, Hashable {
+    case start
+    case update
+    case end
+}
+
+/// The APNs request headers a push needs, besides `authorization` and the path.
+public struct APNsHeaders: Sendable, Hashable {
+    /// Always `liveactivity` for these pushes.
+    public let pushType: String
+    /// `<bundle id>.push-type.liveactivity`.
+    public let topic: String
+    /// 10 to send at once, 5 to let the device choose; only 10 counts against the hourly budget.
+    public let priority: Int
+    /// After this time APNs stops trying: the push would show something no longer true.
+    public let expiration: Date
+    /// Set on start pushes so that two racing starts of one order collapse into one.
+    public let collapseID: String?
+}
+
+/// One push, ready for the APNs client.
+public struct LiveActivityPush: Sendable, Hashable {
+    public let event: LiveActivityEvent
+    public let headers: APNsHeaders
+    /// The whole request body, at most `PushPlanner.payloadLimit` bytes.
+    public let payload: [UInt8]
+    public let contentState: ContentState
+    /// `LiveActivityProjector.fingerprint` of `contentState`, for de-duplication.
+    public let fingerprint: String
+    /// `aps.timestamp`, whole Unix seconds.
+    public let timestamp: Date
+    /// Whether an alert is shown with it.
+    public let hasAlert: Bool
+
+    /// A one-line description safe for logs: no names, no tokens, no free text.
+    public var logSummary: String {
+        "event=\(event.rawValue) priority=\(headers.priority) status=\(contentState.status) stage=\(contentState.stage) "
+            + "alert=\(hasAlert) bytes=\(payload.count) fingerprint=\(fingerprint)"
+    }
+}
+
+/// Why no push is sent.
+public enum SkipReason: String, Sendable, Hashable {
+    /// The projected state equals the one last sent to this activity.
+    case unchangedState = "unchanged_state"
+    /// iOS stops accepting updates 8 hours after the activity started.
+    case activityExpired = "activity_expired"
+    /// A push-to-start for an order that has already ended.
+    case orderAlreadyEnded = "order_already_ended"
+}
+
+/// The planner's answer.
+public enum PushDecision: Sendable, Hashable {
+    case send(LiveActivityPush)
+    case skip(SkipReason)
+}
+
+/// What the pusher knows about one activity when it plans its next push.
+public struct ActivityContext: Sendable, Hashable {
+    /// The app's bundle id; the topic is derived from it.
+    public var bundleID: String
+    /// When the activity started (registered), for the 8-hour lifetime.
+    public var startedAt: Date
+    /// The status of the last state sent, `nil` if nothing was sent yet.
+    public var lastSentStatus: OrderStatus?
+    /// The fingerprint of the last state sent (or queued), `nil` if none.
+    public var lastSentFingerprint: String?
+    /// Priority-10 pushes sent to this activity during the last hour.
+    public var highPriorityPushesInLastHour: Int
+
+    public init(
+        bundleID: String,
+        startedAt: Date,
+        lastSentStatus: OrderStatus? = nil,
+        lastSentFingerprint: String? = nil,
+        highPriorityPushesInLastHour: Int = 0
+    ) {
+        self.bundleID = bundleID
+        self.startedAt = startedAt
+        self.lastSentStatus = lastSentStatus
+        self.lastSentFingerprint = lastSentFingerprint
+        self.highPriorityPushesInLastHour = highPriorityPushesInLastHour
+    }
+}
+
+/// A payload that would exceed what APNs accepts, naming the field that takes the most room.
+public struct PayloadTooLargeError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let size: Int
+    public let limit: Int
+    /// The order field whose text takes the most room (`merchantName`, `number`, `rider.name`).
+    public let largestField: String
+
+    public var description: String {
+        "payload of \(size) bytes exceeds the APNs limit of \(limit) bytes; largest field: \(largestField)"
+    }
+}
+
+/// Decides whether, and how, to push an order's state to one Live Activity, and builds the payload.
+///
+/// The decision depends on the order's latest state and what the activity was last sent, not on the
+/// event that triggered it, so that coalesced updates still carry the right event, priority and alert:
+/// - a terminal order ends the activity (`end`, priority 10, alert, `dismissal-date`);
+/// - a status not yet sent is an `update` at priority 10 for `pickup` and `delivering` (5 otherwise),
+///   with an alert on `delivering`;
+/// - anything else (ETA, rider) is an `update` at priority 5 without alert, skipped when the state
+///   equals the last one sent;
+/// - priority-10 updates past the hourly budget are sent at priority 5;
+/// - nothing is sent to an activity past its 8-hour lifetime; `stale-date` never points beyond it.
+public struct PushPlanner: Sendable {
+    /// APNs refuses larger bodies with `PayloadTooLarge`.
+    public static let payloadLimit = 4096
+    /// The `ActivityAttributes` type the iOS app declares, named in start pushes.
+    public static let attributesType = "DeliveryAttributes"
+
+    public let projector: LiveActivityProjector
+    public var configuration: ProjectionConfiguration { projector.configuration }
+
+    public init(configuration: ProjectionConfiguration = ProjectionConfiguration()) {
+        self.projector = LiveActivityProjector(configuration: configuration)
+    }
+
+    /// Plans the push that starts an activity on a device with a push-to-start token.
+    /// - Throws: `PayloadTooLargeError` if the payload cannot fit.
+    public func planStart(order: Order, bundleID: String, now: Date) throws(PayloadTooLargeError) -> PushDecision {
+        guard !order.status.isTerminal else { return .skip(.orderAlreadyEnded) }
+        let state = projector.contentState(for: order)
+        let staleDate = staleDate(for: state, startedAt: now)
+        let headers = APNsHeaders(
+            pushType: "liveactivity", topic: Self.topic(for: bundleID), priority: 10, expiration: staleDate,
+            collapseID: "start-" + LiveActivityProjector.fingerprint(of: Array(order.id.utf8))
+        )
+        return .send(
+            try build(
+                event: .start, order: order, state: state, headers: headers, alert: true, staleDate: staleDate,
+                dismissalDate: nil, now: now
+            )
+        )
+    }
+
+    /// Plans the next push to a running activity for the order's current state.
+    /// - Throws: `PayloadTooLargeError` if the payload cannot fit.
+    public func planUpdate(order: Order, activity: ActivityContext, now: Date) throws(PayloadTooLargeError)
+        -> PushDecision
+    {
+        guard now < activity.startedAt.addingTimeInterval(configuration.activityLifetime) else {
+            return .skip(.activityExpired)
+        }
+        let state = projector.contentState(for: order)
+        let topic = Self.topic(for: activity.bundleID)
+
+        if order.status.isTerminal {
+            let dismissal = now.addingTimeInterval(configuration.dismissalDelay)
+            let headers = APNsHeaders(
+                pushType: "liveactivity", topic: topic, priority: 10, expiration: dismissal, collapseID: nil
+            )
+            return .send(
+                try build(
+                    event: .end, order: order, state: state, headers: headers, alert: true, staleDate: nil,
+                    dismissalDate: dismissal, now: now
+                )
+            )
+        }
+
+        let statusIsNew = activity.lastSentStatus != order.status
+        if !statusIsNew, activity.lastSentFingerprint == projector.fingerprint(state) {
+            return .skip(.unchangedState)
+        }
+        var priority = statusIsNew && (order.status == .pickup || order.status == .delivering) ? 10 : 5
+        if priority == 10 && activity.highPriorityPushesInLastHour >= configuration.highPriorityBudgetPerHour {
+            priority = 5
+        }
+        let staleDate = staleDate(for: state, startedAt: activity.startedAt)
+        let headers = APNsHeaders(
+            pushType: "liveactivity", topic: topic, priority: priority, expiration: staleDate, collapseID: nil
+        )
+        return .send(
+            try build(
+                event: .update, order: order, state: state, headers: headers,
+                alert: statusIsNew && order.status == .delivering, staleDate: staleDate, dismissalDate: nil, now: now
+            )
+        )
+    }
+
+    /// `<bundle id>.push-type.liveactivity`, the topic APNs requires for Live Activity pushes.
+    public static func topic(for bundleID: String) -> String {
+        bundleID + ".push-type.liveactivity"
+    }
+
+    /// ETA plus the grace, never beyond the activity's lifetime.
+    func staleDate(for state: ContentState, startedAt: Date) -> Date {
+        min(
+            state.estimatedArrival.addingTimeInterval(configuration.staleGrace),
+            startedAt.addingTimeInterval(configuration.activityLifetime)
+        )
+    }
+
+    /// Higher for orders closer to the door, so the most urgent one owns the Dynamic Island.
+    static func relevanceScore(_ status: OrderStatus) -> Int64 {
+        switch status {
+        case .delivering: 100
+        case .pickup: 80
+        case .preparing: 60
+        case .placed: 40
+        case .delivered, .cancelled: 10
+        }
+    }
+
+    // swift-format-ignore: FunctionParameterCount
+    private func build(
+        event: LiveActivityEvent,
+        order: Order,
+        state: ContentState,
+        headers: APNsHeaders,
+        alert: Bool,
+        staleDate: Date?,
+        dismissalDate: Date?,
+        now: Date
+    ) throws(PayloadTooLargeError) -> LiveActivityPush {
+        let attributes =
+            event == .start || alert
+            ? projector.attributes(for: order) : ActivityAttributes(orderNumber: "", merchantName: "")
+        let alertText =
+            alert
+            ? Language(localeTag: order.customer.locale).alert(
+                for: order.status, merchantName: attributes.merchantName, riderName: state.riderName
+            ) : nil
+        let timestamp = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
+
+        var writer = JSONWriter(capacity: 512)
+        writer.beginObject()
+        writer.key("aps")
+        writer.beginObject()
+        if let alertText {
+            writer.key("alert")
+            writer.beginObject()
+            writer.key("body")
+            writer.string(alertText.body)
+            writer.key("sound")
+            writer.string("default")
+            writer.key("title")
+            writer.string(alertText.title)
+            writer.endObject()
+        }
+        if event == .start {
+            writer.key("attributes")
+            projector.write(attributes, into: &writer)
+            writer.key("attributes-type")
+            writer.string(Self.attributesType)
+        }
+        writer.key("content-state")
+        let stateStart = writer.bytes.count
+        projector.write(state, into: &writer)
+        let fingerprint = LiveActivityProjector.fingerprint(of: writer.bytes[stateStart...])
+        if let dismissalDate {
+            writer.key("dismissal-date")
+            writer.integer(Int64(dismissalDate.timeIntervalSince1970.rounded(.down)))
+        }
+        writer.key("event")
+        writer.string(event.rawValue)
+        if event == .start {
+            writer.key("input-push-token")
+            writer.integer(1)
+        }
+        writer.key("relevance-score")
+        writer.integer(Self.relevanceScore(order.status))
+        if let staleDate {
+            writer.key("stale-date")
+            writer.integer(Int64(staleDate.timeIntervalSince1970.rounded(.down)))
+        }
+        writer.key("timestamp")
+        writer.integer(Int64(timestamp.timeIntervalSince1970))
+        writer.endObject()
+        writer.endObject()
+
+        let payload = writer.bytes
+        guard payload.count <= Self.payloadLimit else {
+            let merchantName = attributes.merchantName.utf8.count
+            let riderName = state.riderName?.utf8.count ?? 0
+            let alertBody = alertText?.body ?? ""
+            let fields: [(String, Int)] = [
+                (
+                    "merchantName",
+                    (event == .start ? merchantName : 0)
+                        + (alertBody.contains(attributes.merchantName) ? merchantName : 0)
+                ),
+                ("number", event == .start ? attributes.orderNumber.utf8.count : 0),
+                ("rider.name", riderName + (state.riderName.map { alertBody.contains($0) } == true ? riderName : 0)),
+            ]
+            let largest = fields.max { $0.1 < $1.1 }?.0 ?? "aps"
+            throw PayloadTooLargeError(size: payload.count, limit: Self.payloadLimit, largestField: largest)
+        }
+        return LiveActivityPush(
+            event: event, headers: headers, payload: payload, contentState: state, fingerprint: fingerprint,
+            timestamp: timestamp, hasAlert: alertText != nil
+        )
+    }
+}

@@ -1,0 +1,125 @@
+import FoundationEssentials
+import OrderDomain
+import Projection
+import Testing
+
+@Suite("Push plan rules")
+struct PushPlannerTests {
+    let planner = PushPlanner()
+
+    func push(_ decision: PushDecision) -> LiveActivityPush? {
+        if case .send(let push) = decision { return push }
+        return nil
+    }
+
+    /// Priority and alert per status: 10 for pickup and delivering, alert only on delivering, end at 10.
+    @Test(arguments: [
+        (OrderStatus.preparing, LiveActivityEvent.update, 10 - 5, false),
+        (.pickup, .update, 10, false),
+        (.delivering, .update, 10, true),
+        (.delivered, .end, 10, true),
+        (.cancelled, .end, 10, true),
+    ])
+    func priorityAndAlert(status: OrderStatus, event: LiveActivityEvent, priority: Int, alert: Bool) throws {
+        let activity = ActivityContext(bundleID: "b", startedAt: Fixtures.placedAt, lastSentStatus: .placed)
+        let sent = try #require(
+            push(try planner.planUpdate(order: Fixtures.order(status: status), activity: activity, now: Fixtures.now)))
+        #expect(sent.event == event)
+        #expect(sent.headers.priority == priority)
+        #expect(sent.hasAlert == alert)
+    }
+
+    /// Replaying the same state, or moving the ETA by a few seconds, plans no push.
+    @Test func repeatedStateIsSkipped() throws {
+        let order = Fixtures.order(status: .pickup)
+        var activity = ActivityContext(bundleID: "b", startedAt: Fixtures.placedAt, lastSentStatus: .preparing)
+        let first = try #require(push(try planner.planUpdate(order: order, activity: activity, now: Fixtures.now)))
+        activity.lastSentStatus = .pickup
+        activity.lastSentFingerprint = first.fingerprint
+
+        #expect(try planner.planUpdate(order: order, activity: activity, now: Fixtures.now) == .skip(.unchangedState))
+        let nudged = try order.changingEstimatedArrival(
+            to: order.estimatedArrival.addingTimeInterval(20), by: .admin, at: Fixtures.now
+        ).order
+        #expect(try planner.planUpdate(order: nudged, activity: activity, now: Fixtures.now) == .skip(.unchangedState))
+
+        let moved = try order.changingEstimatedArrival(
+            to: order.estimatedArrival.addingTimeInterval(300), by: .admin, at: Fixtures.now
+        ).order
+        let update = try #require(push(try planner.planUpdate(order: moved, activity: activity, now: Fixtures.now)))
+        #expect(update.headers.priority == 5)
+        #expect(!update.hasAlert)
+        #expect(update.fingerprint != first.fingerprint)
+    }
+
+    /// A status repeat keeps the fingerprint: a replayed transition gives identical bytes, never a second push.
+    @Test func fingerprintIsStable() {
+        let projector = LiveActivityProjector()
+        let a = projector.contentState(for: Fixtures.order(status: .delivering))
+        let b = projector.contentState(for: Fixtures.order(status: .delivering))
+        #expect(projector.encode(a) == projector.encode(b))
+        #expect(projector.fingerprint(a) == projector.fingerprint(b))
+        #expect(projector.fingerprint(a).count == 16)
+        let c = projector.contentState(for: Fixtures.order(status: .delivering, rider: nil))
+        #expect(projector.fingerprint(a) != projector.fingerprint(c))
+    }
+
+    /// Past the hourly budget a priority-10 update goes out at 5; the end push stays at 10.
+    @Test func budgetDowngradesPriority() throws {
+        var activity = ActivityContext(
+            bundleID: "b", startedAt: Fixtures.placedAt, lastSentStatus: .pickup, highPriorityPushesInLastHour: 5
+        )
+        #expect(
+            push(
+                try planner.planUpdate(
+                    order: Fixtures.order(status: .delivering), activity: activity, now: Fixtures.now))?.headers
+                .priority == 10)
+        activity.highPriorityPushesInLastHour = 6
+        #expect(
+            push(
+                try planner.planUpdate(
+                    order: Fixtures.order(status: .delivering), activity: activity, now: Fixtures.now))?.headers
+                .priority == 5)
+        #expect(
+            push(
+                try planner.planUpdate(order: Fixtures.order(status: .delivered), activity: activity, now: Fixtures.now)
+            )?.headers.priority == 10)
+    }
+
+    /// Nothing goes to an activity older than 8 hours, and stale-date never points past its lifetime.
+    @Test func lifetime() throws {
+        let startedAt = Fixtures.now.addingTimeInterval(-8 * 3600 + 60)
+        let activity = ActivityContext(bundleID: "b", startedAt: startedAt, lastSentStatus: .placed)
+        let order = Fixtures.order(status: .pickup, eta: Fixtures.now.addingTimeInterval(3600))
+        let sent = try #require(push(try planner.planUpdate(order: order, activity: activity, now: Fixtures.now)))
+        let end = startedAt.addingTimeInterval(8 * 3600)
+        #expect(sent.headers.expiration == end)
+        #expect(
+            String(decoding: sent.payload, as: UTF8.self).contains(#""stale-date":\#(Int(end.timeIntervalSince1970))"#))
+        #expect(try planner.planUpdate(order: order, activity: activity, now: end) == .skip(.activityExpired))
+    }
+
+    /// An order that already ended starts no activity.
+    @Test func noStartForEndedOrder() throws {
+        #expect(
+            try planner.planStart(order: Fixtures.order(status: .delivered), bundleID: "b", now: Fixtures.now)
+                == .skip(.orderAlreadyEnded))
+    }
+
+    /// A payload that cannot fit 4096 bytes is refused, naming the field that takes the most room.
+    @Test func oversizedPayloadNamesField() throws {
+        let planner = PushPlanner(configuration: ProjectionConfiguration(merchantNameLimit: 10_000))
+        let order = Fixtures.order(status: .placed, merchantName: String(repeating: "Pizza ", count: 800))
+        #expect(throws: PayloadTooLargeError.self) {
+            try planner.planStart(order: order, bundleID: "b", now: Fixtures.now)
+        }
+        do {
+            _ = try planner.planStart(order: order, bundleID: "b", now: Fixtures.now)
+        } catch {
+            #expect(error.largestField == "merchantName")
+            #expect(error.size > 4096)
+        }
+        let trimmed = try #require(push(try PushPlanner().planStart(order: order, bundleID: "b", now: Fixtures.now)))
+        #expect(trimmed.payload.count <= 4096)
+    }
+}
