@@ -42,6 +42,8 @@ let package = Package(
         .target(
             name: "Storage",
             dependencies: ["OrderDomain", "CSQLite"],
+            // The SQL migrations (`db/` links here) ship with the binary as a resource.
+            resources: [.copy("Migrations")],
             swiftSettings: strictSettings
         ),
         .target(

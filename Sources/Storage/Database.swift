@@ -1,30 +1,56 @@
 internal import Foundation
+internal import OrderDomain
 internal import Synchronization
 
-/// deliveryd's database file: one writer connection, guarded so that one caller at a time uses it.
+/// deliveryd's SQLite database: one writer connection and a few readers, each behind its own lock.
+///
+/// WAL lets the readers run beside the writer; the writer's transactions are `BEGIN IMMEDIATE`, so
+/// writes queue on the lock instead of failing half-way. Every method either finishes its transaction
+/// (COMMIT returned) or throws and leaves nothing behind.
 public final class Database: Sendable {
-    private let writer: Mutex<SQLiteConnection>
+    private let writer: LockedConnection
+    private let readers: [LockedConnection]
+    private let nextReader = Atomic<Int>(0)
     public let configuration: StorageConfiguration
 
-    private init(writer: sending SQLiteConnection, configuration: StorageConfiguration) {
-        self.writer = Mutex(writer)
+    private init(writer: SQLiteConnection, readers: [SQLiteConnection], configuration: StorageConfiguration) {
+        self.writer = LockedConnection(writer)
+        var guarded: [LockedConnection] = []
+        for reader in readers { guarded.append(LockedConnection(reader)) }
+        self.readers = guarded
         self.configuration = configuration
     }
 
-    /// Creates the data directory if needed and opens the file with deliveryd's pragmas.
-    /// - Throws: `StorageError` when the directory cannot be created or the file cannot be opened.
-    public static func open(_ configuration: StorageConfiguration) throws(StorageError) -> Database {
+    /// Creates the data directory if needed, opens the file and applies pending migrations.
+    /// - Parameter readerCount: read connections beside the writer (default 2, one per core).
+    /// - Throws: `StorageError` when the directory or file cannot be opened, the file was written by a
+    ///   newer deliveryd, or a migration fails.
+    public static func open(_ configuration: StorageConfiguration, readerCount: Int = 2) throws(StorageError)
+        -> Database
+    {
+        try open(configuration, migrations: Migrator.bundled(), readerCount: readerCount)
+    }
+
+    package static func open(_ configuration: StorageConfiguration, migrations: [Migration], readerCount: Int = 2)
+        throws(StorageError) -> Database
+    {
         do {
             try FileManager.default.createDirectory(
-                atPath: configuration.dataDirectory, withIntermediateDirectories: true
-            )
+                atPath: configuration.dataDirectory, withIntermediateDirectories: true)
         } catch {
             throw StorageError(
                 "cannot create the data directory \(configuration.dataDirectory): \(error.localizedDescription)")
         }
         do {
-            let connection = try SQLiteConnection.open(configuration)
-            return Database(writer: connection, configuration: configuration)
+            let writer = try SQLiteConnection.open(configuration)
+            try Migrator.migrate(writer, migrations)
+            var readers: [SQLiteConnection] = []
+            for _ in 0..<max(1, readerCount) {
+                readers.append(try SQLiteConnection.open(configuration, readOnly: true))
+            }
+            return Database(writer: writer, readers: readers, configuration: configuration)
+        } catch let error as StorageError {
+            throw error
         } catch {
             throw StorageError("cannot open \(configuration.databasePath): \(error)")
         }
@@ -35,12 +61,67 @@ public final class Database: Sendable {
 
     /// The journal mode in force (`wal`).
     public var journalMode: String {
-        writer.withLock { (try? $0.journalMode()) ?? "unknown" }
+        writer.withConnection { (try? $0.journalMode()) ?? "unknown" }
+    }
+
+    /// The applied schema versions, oldest first.
+    public func schemaVersions() throws(StorageError) -> [Int] {
+        try read { connection in
+            try connection.cached("SELECT version FROM schema_migrations ORDER BY version").rows { Int($0.int(0) ?? 0) }
+        }
+    }
+
+    /// Runs `body` in one write transaction; its value is returned only after COMMIT.
+    func write<T>(_ body: (SQLiteConnection) throws -> T) throws(StorageError) -> T {
+        do {
+            return try writer.withConnection { connection in try connection.transaction { try body(connection) } }
+        } catch let error as StorageError {
+            throw error
+        } catch let error as OrderError {
+            throw StorageError(domain: error)
+        } catch let error as SQLiteError {
+            throw StorageError(sqlite: error)
+        } catch {
+            throw StorageError("write failed: \(error)")
+        }
+    }
+
+    /// Runs `body` on a reader connection, inside one read transaction for a consistent view
+    /// (or outside any, for statements such as `VACUUM INTO` that refuse to run in one).
+    func read<T>(inTransaction: Bool = true, _ body: (SQLiteConnection) throws -> T) throws(StorageError) -> T {
+        let index = nextReader.wrappingAdd(1, ordering: .relaxed).oldValue % readers.count
+        do {
+            return try readers[index].withConnection { connection in
+                guard inTransaction else { return try body(connection) }
+                try connection.execute("BEGIN")
+                defer { try? connection.execute("COMMIT") }
+                return try body(connection)
+            }
+        } catch let error as StorageError {
+            throw error
+        } catch let error as SQLiteError {
+            throw StorageError(sqlite: error)
+        } catch {
+            throw StorageError("read failed: \(error)")
+        }
     }
 }
 
-/// A storage failure as the service reports it.
-public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible {
-    public let description: String
-    init(_ description: String) { self.description = description }
+/// A connection and the lock that gives one caller at a time its use.
+///
+/// - Note: `@unchecked Sendable` is sound: `connection` is touched only inside `withConnection`, while
+///   `lock` is held, so no two threads ever use the SQLite handle at once.
+private final class LockedConnection: @unchecked Sendable {
+    private let lock = NSLock()
+    private let connection: SQLiteConnection
+
+    init(_ connection: SQLiteConnection) {
+        self.connection = connection
+    }
+
+    func withConnection<T>(_ body: (SQLiteConnection) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(connection)
+    }
 }

@@ -1,0 +1,173 @@
+public import FoundationEssentials
+public import OrderDomain
+
+extension Database {
+    static let activityColumns = """
+        order_id, activity_id, push_token, environment, bundle_id, started_at, registered_at, ended_at, ended_reason,
+        last_sent_status, last_sent_fingerprint, last_sent_timestamp
+        """
+
+    /// Registers an activity's push token; a new token for the same activity replaces the old one.
+    ///
+    /// A re-registration keeps the activity's start time (its 8-hour lifetime runs from the first one)
+    /// and stamps `registeredAt`, so that an older 410 cannot remove the new token.
+    public func registerActivity(
+        orderID: String, activityID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
+        now: Date
+    ) throws(StorageError) -> ActivityRecord {
+        try write { connection in
+            try connection.cached(
+                """
+                INSERT INTO activities (order_id, activity_id, push_token, environment, bundle_id, started_at, registered_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (order_id, activity_id) DO UPDATE SET
+                    push_token = excluded.push_token, environment = excluded.environment,
+                    bundle_id = excluded.bundle_id, registered_at = excluded.registered_at,
+                    ended_at = NULL, ended_reason = NULL
+                """
+            ).run([
+                .text(orderID), .text(activityID), .text(pushToken), .text(environment.rawValue), .text(bundleID),
+                .integer(now.storageMilliseconds), .integer(now.storageMilliseconds),
+            ])
+            guard let record = try Self.activity(orderID: orderID, activityID: activityID, connection) else {
+                throw StorageError("activity \(activityID) vanished after registration")
+            }
+            return record
+        }
+    }
+
+    /// Ends an activity: no more pushes, its token is dropped and its pending rows are superseded.
+    /// - Parameters:
+    ///   - reason: why (`user`, `ended`, `Unregistered`, `BadDeviceToken`, `expired`, …), kept for metrics.
+    ///   - onlyIfRegisteredBefore: for a 410, the time APNs says the token stopped being valid; a token
+    ///     registered after it is kept.
+    /// - Returns: whether the activity was ended by this call.
+    @discardableResult
+    public func endActivity(
+        orderID: String, activityID: String, reason: String, now: Date, onlyIfRegisteredBefore: Date? = nil
+    ) throws(StorageError) -> Bool {
+        try write { connection in
+            try connection.cached(
+                """
+                UPDATE activities SET ended_at = ?, ended_reason = ?, push_token = ''
+                WHERE order_id = ? AND activity_id = ? AND ended_at IS NULL AND registered_at <= ?
+                """
+            ).run([
+                .integer(now.storageMilliseconds), .text(reason), .text(orderID), .text(activityID),
+                .integer((onlyIfRegisteredBefore ?? .distantFuture).storageMilliseconds),
+            ])
+            guard connection.changes > 0 else { return false }
+            try connection.cached(
+                """
+                UPDATE outbox SET state = 'superseded', updated_at = ?
+                WHERE order_id = ? AND kind = 'activity' AND target_id = ? AND state IN ('pending', 'sending')
+                """
+            ).run([.integer(now.storageMilliseconds), .text(orderID), .text(activityID)])
+            return true
+        }
+    }
+
+    /// Records what was last sent to an activity: for de-duplication and monotonic timestamps.
+    public func recordSent(
+        orderID: String, activityID: String, status: OrderStatus, fingerprint: String, timestamp: Date
+    )
+        throws(StorageError)
+    {
+        try write { connection in
+            try connection.cached(
+                """
+                UPDATE activities SET last_sent_status = ?, last_sent_fingerprint = ?, last_sent_timestamp = ?
+                WHERE order_id = ? AND activity_id = ?
+                """
+            ).run([
+                .text(status.rawValue), .text(fingerprint), .integer(timestamp.storageMilliseconds), .text(orderID),
+                .text(activityID),
+            ])
+        }
+    }
+
+    /// One activity of an order, ended or not.
+    public func activity(orderID: String, activityID: String) throws(StorageError) -> ActivityRecord? {
+        try read { connection in try Self.activity(orderID: orderID, activityID: activityID, connection) }
+    }
+
+    /// The activities of an order that still receive pushes.
+    public func liveActivities(orderID: String) throws(StorageError) -> [ActivityRecord] {
+        try read { connection in
+            try connection.cached(
+                "SELECT \(Self.activityColumns) FROM activities WHERE order_id = ? AND ended_at IS NULL ORDER BY activity_id"
+            ).rows([.text(orderID)], Self.decodeActivity)
+        }
+    }
+
+    /// Stores a device's push-to-start token; a new token for the same device replaces the old one.
+    public func registerPushToStart(
+        customerID: String, deviceID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
+        now: Date
+    ) throws(StorageError) {
+        try write { connection in
+            try connection.cached(
+                """
+                INSERT INTO push_to_start_tokens (customer_id, device_id, push_token, environment, bundle_id, registered_at)
+                VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (customer_id, device_id) DO UPDATE SET push_token = excluded.push_token,
+                    environment = excluded.environment, bundle_id = excluded.bundle_id, registered_at = excluded.registered_at
+                """
+            ).run([
+                .text(customerID), .text(deviceID), .text(pushToken), .text(environment.rawValue), .text(bundleID),
+                .integer(now.storageMilliseconds),
+            ])
+        }
+    }
+
+    /// A device's push-to-start token, if it has one.
+    public func pushToStart(customerID: String, deviceID: String) throws(StorageError) -> PushToStartRecord? {
+        try read { connection in
+            try connection.cached(
+                """
+                SELECT customer_id, device_id, push_token, environment, bundle_id, registered_at
+                FROM push_to_start_tokens WHERE customer_id = ? AND device_id = ?
+                """
+            ).firstRow([.text(customerID), .text(deviceID)]) { row in
+                PushToStartRecord(
+                    customerID: row.text(0) ?? "", deviceID: row.text(1) ?? "", pushToken: row.text(2) ?? "",
+                    environment: PushEnvironment(rawValue: row.text(3) ?? "") ?? .production,
+                    bundleID: row.text(4) ?? "",
+                    registeredAt: Date(storageMilliseconds: row.int(5) ?? 0)
+                )
+            }
+        }
+    }
+
+    /// Removes a dead push-to-start token unless it was registered again after `onlyIfRegisteredBefore`.
+    public func deletePushToStart(customerID: String, deviceID: String, onlyIfRegisteredBefore: Date? = nil)
+        throws(StorageError)
+    {
+        try write { connection in
+            try connection.cached(
+                "DELETE FROM push_to_start_tokens WHERE customer_id = ? AND device_id = ? AND registered_at <= ?"
+            ).run([
+                .text(customerID), .text(deviceID),
+                .integer((onlyIfRegisteredBefore ?? .distantFuture).storageMilliseconds),
+            ])
+        }
+    }
+
+    static func activity(orderID: String, activityID: String, _ connection: SQLiteConnection) throws -> ActivityRecord?
+    {
+        try connection.cached("SELECT \(activityColumns) FROM activities WHERE order_id = ? AND activity_id = ?")
+            .firstRow([.text(orderID), .text(activityID)], decodeActivity)
+    }
+
+    static func decodeActivity(_ row: SQLiteRow) -> ActivityRecord {
+        ActivityRecord(
+            orderID: row.text(0) ?? "", activityID: row.text(1) ?? "", pushToken: row.text(2) ?? "",
+            environment: PushEnvironment(rawValue: row.text(3) ?? "") ?? .production, bundleID: row.text(4) ?? "",
+            startedAt: Date(storageMilliseconds: row.int(5) ?? 0),
+            registeredAt: Date(storageMilliseconds: row.int(6) ?? 0),
+            endedAt: row.int(7).map(Date.init(storageMilliseconds:)), endedReason: row.text(8),
+            lastSentStatus: row.text(9).flatMap(OrderStatus.init(rawValue:)), lastSentFingerprint: row.text(10),
+            lastSentTimestamp: row.int(11).map(Date.init(storageMilliseconds:))
+        )
+    }
+}

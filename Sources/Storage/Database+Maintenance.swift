@@ -1,0 +1,47 @@
+public import FoundationEssentials
+
+extension Database {
+    /// Deletes what the retention policy no longer keeps, in one transaction.
+    @discardableResult
+    public func prune(now: Date, policy: RetentionPolicy = RetentionPolicy()) throws(StorageError) -> PruneReport {
+        try write { connection in
+            func cutoff(_ age: TimeInterval) -> SQLiteValue {
+                .integer(now.addingTimeInterval(-age).storageMilliseconds)
+            }
+            var report = PruneReport()
+            try connection.cached("DELETE FROM activities WHERE ended_at IS NOT NULL AND ended_at < ?")
+                .run([cutoff(policy.endedActivities)])
+            report.activities = connection.changes
+            try connection.cached("DELETE FROM push_log WHERE attempted_at < ?").run([cutoff(policy.pushLog)])
+            report.pushLog = connection.changes
+            try connection.cached("DELETE FROM outbox WHERE state IN ('sent', 'superseded') AND updated_at < ?")
+                .run([cutoff(policy.finishedOutboxRows)])
+            report.outbox = connection.changes
+            try connection.cached("DELETE FROM outbox WHERE state = 'dead' AND updated_at < ?").run([
+                cutoff(policy.deadLetters)
+            ])
+            report.outbox += connection.changes
+            try connection.cached("DELETE FROM idempotency_keys WHERE expires_at < ?").run([cutoff(0)])
+            report.idempotencyKeys = connection.changes
+            return report
+        }
+    }
+
+    /// Writes a consistent copy of the live database to `path` (`VACUUM INTO`), while it keeps serving.
+    /// - Throws: `StorageError` if `path` exists already or cannot be written.
+    public func backup(to path: String) throws(StorageError) {
+        guard !FileManager.default.fileExists(atPath: path) else {
+            throw StorageError("\(path) exists already; a backup never overwrites a file")
+        }
+        try read(inTransaction: false) { connection in
+            try connection.cached("VACUUM INTO ?").run([.text(path)])
+        }
+    }
+
+    /// Runs SQLite's own consistency check; returns `ok` or the problems it found.
+    public func integrityCheck() throws(StorageError) -> String {
+        try read { connection in
+            try connection.cached("PRAGMA integrity_check").rows([]) { $0.text(0) ?? "" }.joined(separator: "\n")
+        }
+    }
+}

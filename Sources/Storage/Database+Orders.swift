@@ -1,0 +1,210 @@
+public import FoundationEssentials
+public import OrderDomain
+
+/// The answer of `createOrder`: a new order, or the one this merchant already has under that number.
+public enum CreateOrderResult: Sendable, Hashable {
+    case created(Order, eventID: Int64, queuedStarts: Int)
+    case existing(Order)
+}
+
+extension Database {
+    static let orderColumns = """
+        id, merchant_id, number, merchant_name, items_json, customer_id, customer_name, customer_phone,
+        customer_locale, address, payment_method, payment_brand, payment_last4, note, status, cancelled_at_status,
+        estimated_arrival, rider_id, rider_name, rider_phone, created_at, updated_at
+        """
+
+    /// Stores a new order with its `created` event, and queues a `start` push for every push-to-start
+    /// token of the customer, in one transaction.
+    ///
+    /// The same merchant and number again returns the stored order and writes nothing.
+    public func createOrder(_ order: Order, event: OrderEvent, trackingTokenHash: String?, now: Date)
+        throws(StorageError) -> CreateOrderResult
+    {
+        try write { connection in
+            if let existing = try connection.cached(
+                "SELECT \(Self.orderColumns) FROM orders WHERE merchant_id = ? AND number = ?"
+            )
+            .firstRow([.text(order.merchantID), .text(order.number)], Self.decodeOrder) {
+                return .existing(existing)
+            }
+            try connection.cached(
+                "INSERT INTO orders (\(Self.orderColumns), tracking_token_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            ).run(Self.encode(order) + [trackingTokenHash.map(SQLiteValue.text) ?? .null])
+            let eventID = try Self.insert(event, connection)
+            let devices = try connection.cached("SELECT device_id FROM push_to_start_tokens WHERE customer_id = ?")
+                .rows([.text(order.customer.id)]) { $0.text(0) ?? "" }
+            for device in devices {
+                try Self.enqueue(
+                    orderID: order.id, eventID: eventID,
+                    target: .start(customerID: order.customer.id, deviceID: device),
+                    now: now, connection
+                )
+            }
+            return .created(order, eventID: eventID, queuedStarts: devices.count)
+        }
+    }
+
+    /// Reads an order, private fields included.
+    public func order(id: String) throws(StorageError) -> Order? {
+        try read { connection in
+            try connection.cached("SELECT \(Self.orderColumns) FROM orders WHERE id = ?").firstRow(
+                [.text(id)], Self.decodeOrder)
+        }
+    }
+
+    /// The order a customer's tracking token opens.
+    public func order(trackingTokenHash: String) throws(StorageError) -> Order? {
+        try read { connection in
+            try connection.cached("SELECT \(Self.orderColumns) FROM orders WHERE tracking_token_hash = ?")
+                .firstRow([.text(trackingTokenHash)], Self.decodeOrder)
+        }
+    }
+
+    /// Applies a change to an order in one write transaction: the order row, its event, and one outbox
+    /// row per live activity (older pending rows of each activity are superseded: they coalesce).
+    ///
+    /// `change` runs inside the transaction on the current row, so concurrent changes of one order
+    /// serialize. An `unchanged` outcome writes nothing.
+    /// - Throws: `StorageError` with `domainError` when `change` refused; `not_found` for a missing order.
+    public func change(orderID: String, now: Date, _ change: (Order) throws(OrderError) -> ChangeOutcome)
+        throws(StorageError) -> StoredChange
+    {
+        try write { connection in
+            guard
+                let current = try connection.cached("SELECT \(Self.orderColumns) FROM orders WHERE id = ?")
+                    .firstRow([.text(orderID)], Self.decodeOrder)
+            else { throw OrderError(.notFound, "order not found") }
+            let outcome = try change(current)
+            guard case .applied(let order, let event) = outcome else {
+                return StoredChange(outcome: outcome, eventID: nil, queuedPushes: 0)
+            }
+            try connection.cached(
+                """
+                UPDATE orders SET status = ?, cancelled_at_status = ?, estimated_arrival = ?, rider_id = ?, rider_name = ?,
+                    rider_phone = ?, updated_at = ? WHERE id = ?
+                """
+            ).run([
+                .text(order.status.rawValue), order.cancelledAt.map { .text($0.rawValue) } ?? .null,
+                .integer(order.estimatedArrival.storageMilliseconds), order.rider.map { .text($0.id) } ?? .null,
+                order.rider.map { .text($0.name) } ?? .null, order.rider?.phone.map(SQLiteValue.text) ?? .null,
+                .integer(order.updatedAt.storageMilliseconds), .text(order.id),
+            ])
+            let eventID = try Self.insert(event, connection)
+            let activities = try connection.cached(
+                "SELECT activity_id FROM activities WHERE order_id = ? AND ended_at IS NULL AND push_token != ''"
+            ).rows([.text(order.id)]) { $0.text(0) ?? "" }
+            for activity in activities {
+                try Self.enqueue(
+                    orderID: order.id, eventID: eventID, target: .activity(activityID: activity), now: now, connection)
+            }
+            return StoredChange(outcome: outcome, eventID: eventID, queuedPushes: activities.count)
+        }
+    }
+
+    /// The order's history, oldest first.
+    public func events(orderID: String) throws(StorageError) -> [OrderEvent] {
+        try read { connection in
+            try connection.cached(
+                "SELECT order_id, kind, from_status, to_status, actor, at, reason FROM order_events WHERE order_id = ? ORDER BY id"
+            ).rows([.text(orderID)]) { row in
+                OrderEvent(
+                    orderID: row.text(0) ?? "", kind: OrderEvent.Kind(rawValue: row.text(1) ?? "") ?? .statusChanged,
+                    from: OrderStatus(rawValue: row.text(2) ?? "") ?? .placed,
+                    to: OrderStatus(rawValue: row.text(3) ?? "") ?? .placed, actor: row.text(4) ?? "",
+                    at: Date(storageMilliseconds: row.int(5) ?? 0), reason: row.text(6)
+                )
+            }
+        }
+    }
+
+    /// How many orders are in each status.
+    public func orderCountsByStatus() throws(StorageError) -> [OrderStatus: Int] {
+        try read { connection in
+            var counts: [OrderStatus: Int] = [:]
+            let rows = try connection.cached("SELECT status, count(*) FROM orders GROUP BY status").rows([]) { row in
+                (OrderStatus(rawValue: row.text(0) ?? ""), Int(row.int(1) ?? 0))
+            }
+            for case (let status?, let count) in rows { counts[status] = count }
+            return counts
+        }
+    }
+
+    static func insert(_ event: OrderEvent, _ connection: SQLiteConnection) throws -> Int64 {
+        try connection.cached(
+            "INSERT INTO order_events (order_id, kind, from_status, to_status, actor, at, reason) VALUES (?, ?, ?, ?, ?, ?, ?)"
+        ).run([
+            .text(event.orderID), .text(event.kind.rawValue), .text(event.from.rawValue), .text(event.to.rawValue),
+            .text(event.actor), .integer(event.at.storageMilliseconds), event.reason.map(SQLiteValue.text) ?? .null,
+        ])
+        return connection.lastInsertRowID
+    }
+
+    /// Queues a push, superseding the target's older pending rows: only the newest state is sent.
+    static func enqueue(
+        orderID: String, eventID: Int64?, target: OutboxTarget, now: Date, _ connection: SQLiteConnection
+    )
+        throws
+    {
+        let millis = Int64(now.storageMilliseconds)
+        try connection.cached(
+            """
+            UPDATE outbox SET state = 'superseded', updated_at = ?
+            WHERE order_id = ? AND kind = ? AND target_id = ? AND state = 'pending'
+            """
+        ).run([.integer(millis), .text(orderID), .text(target.kind), .text(target.targetID)])
+        try connection.cached(
+            """
+            INSERT INTO outbox (order_id, event_id, kind, target_id, state, due_at, created_at, updated_at)
+            VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)
+            """
+        ).run([
+            .text(orderID), eventID.map(SQLiteValue.integer) ?? .null, .text(target.kind), .text(target.targetID),
+            .integer(millis), .integer(millis), .integer(millis),
+        ])
+    }
+
+    static func encode(_ order: Order) -> [SQLiteValue] {
+        let items = order.items.map { StoredItem(name: $0.name, quantity: $0.quantity, price: $0.price) }
+        let itemsJSON = (try? JSONEncoder().encode(items)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+        return [
+            .text(order.id), .text(order.merchantID), .text(order.number), .text(order.merchantName), .text(itemsJSON),
+            .text(order.customer.id), .text(order.customer.name), .text(order.customer.phone),
+            .text(order.customer.locale), .text(order.address), .text(order.payment.method),
+            order.payment.brand.map(SQLiteValue.text) ?? .null, order.payment.last4.map(SQLiteValue.text) ?? .null,
+            order.note.map(SQLiteValue.text) ?? .null, .text(order.status.rawValue),
+            order.cancelledAt.map { .text($0.rawValue) } ?? .null, .integer(order.estimatedArrival.storageMilliseconds),
+            order.rider.map { .text($0.id) } ?? .null, order.rider.map { .text($0.name) } ?? .null,
+            order.rider?.phone.map(SQLiteValue.text) ?? .null, .integer(order.createdAt.storageMilliseconds),
+            .integer(order.updatedAt.storageMilliseconds),
+        ]
+    }
+
+    static func decodeOrder(_ row: SQLiteRow) throws -> Order {
+        let items = try JSONDecoder().decode([StoredItem].self, from: Data((row.text(4) ?? "[]").utf8))
+        guard let status = OrderStatus(rawValue: row.text(14) ?? "") else {
+            throw StorageError("order \(row.text(0) ?? "?") has an unknown status \(row.text(14) ?? "")")
+        }
+        return Order(
+            id: row.text(0) ?? "", merchantID: row.text(1) ?? "", number: row.text(2) ?? "",
+            merchantName: row.text(3) ?? "",
+            items: items.map { LineItem(name: $0.name, quantity: $0.quantity, price: $0.price) },
+            customer: Customer(
+                id: row.text(5) ?? "", name: row.text(6) ?? "", phone: row.text(7) ?? "", locale: row.text(8) ?? "en"),
+            address: row.text(9) ?? "",
+            payment: Payment(method: row.text(10) ?? "", brand: row.text(11), last4: row.text(12)),
+            note: row.text(13), status: status, cancelledAt: row.text(15).flatMap(OrderStatus.init(rawValue:)),
+            estimatedArrival: Date(storageMilliseconds: row.int(16) ?? 0),
+            rider: row.text(17).map { Rider(id: $0, name: row.text(18) ?? "", phone: row.text(19)) },
+            createdAt: Date(storageMilliseconds: row.int(20) ?? 0),
+            updatedAt: Date(storageMilliseconds: row.int(21) ?? 0)
+        )
+    }
+}
+
+/// A line item as stored in `orders.items_json`.
+private struct StoredItem: Codable {
+    let name: String
+    let quantity: Int
+    let price: Double
+}

@@ -1,0 +1,163 @@
+public import FoundationEssentials
+
+extension Database {
+    /// Claims up to `limit` due rows for `owner` until `now + lease`, oldest first.
+    ///
+    /// A row is due when it is pending and its time has come, or when it was leased and the lease ran
+    /// out (its worker crashed): such rows come back. A target with a row in flight under a live lease
+    /// is skipped, so one activity never has two pushes racing.
+    public func claimDue(owner: String, now: Date, lease: TimeInterval, limit: Int) throws(StorageError) -> [OutboxItem]
+    {
+        try write { connection in
+            let millis = now.storageMilliseconds
+            return try connection.cached(
+                """
+                UPDATE outbox SET state = 'sending', lease_owner = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
+                WHERE id IN (
+                    SELECT id FROM outbox AS candidate
+                    WHERE ((state = 'pending' AND due_at <= ?) OR (state = 'sending' AND lease_until <= ?))
+                      AND NOT EXISTS (
+                          SELECT 1 FROM outbox AS busy
+                          WHERE busy.order_id = candidate.order_id AND busy.kind = candidate.kind
+                            AND busy.target_id = candidate.target_id AND busy.state = 'sending'
+                            AND busy.lease_until > ? AND busy.id != candidate.id)
+                    ORDER BY due_at, id LIMIT ?)
+                RETURNING id, order_id, event_id, kind, target_id, attempts, due_at, created_at
+                """
+            ).rows([
+                .text(owner), .integer(millis + Int64(lease * 1000)), .integer(millis), .integer(millis),
+                .integer(millis),
+                .integer(millis), .integer(Int64(limit)),
+            ]) { row in
+                OutboxItem(
+                    id: row.int(0) ?? 0, orderID: row.text(1) ?? "", eventID: row.int(2),
+                    target: OutboxTarget(kind: row.text(3) ?? "", targetID: row.text(4) ?? "")
+                        ?? .activity(activityID: row.text(4) ?? ""),
+                    attempts: Int(row.int(5) ?? 0), dueAt: Date(storageMilliseconds: row.int(6) ?? 0),
+                    createdAt: Date(storageMilliseconds: row.int(7) ?? 0)
+                )
+            }.sorted { $0.id < $1.id }
+        }
+    }
+
+    /// The push was accepted: the row is done.
+    public func markSent(_ id: Int64, now: Date) throws(StorageError) {
+        try finish(id, state: "sent", error: nil, now: now)
+    }
+
+    /// The push can never be delivered as it is: keep it as a dead letter with its reason.
+    public func markDead(_ id: Int64, reason: String, now: Date) throws(StorageError) {
+        try finish(id, state: "dead", error: reason, now: now)
+    }
+
+    /// Tries again at `at`, unless a newer row for the same target was queued meanwhile (then it is superseded).
+    public func scheduleRetry(_ id: Int64, at: Date, error: String, now: Date) throws(StorageError) {
+        try write { connection in
+            try connection.cached(
+                """
+                UPDATE outbox SET state = CASE WHEN EXISTS (
+                        SELECT 1 FROM outbox AS newer WHERE newer.order_id = outbox.order_id AND newer.kind = outbox.kind
+                          AND newer.target_id = outbox.target_id AND newer.state = 'pending' AND newer.id > outbox.id)
+                    THEN 'superseded' ELSE 'pending' END,
+                    due_at = ?, last_error = ?, lease_owner = NULL, lease_until = NULL, updated_at = ?
+                WHERE id = ? AND state = 'sending'
+                """
+            ).run([.integer(at.storageMilliseconds), .text(error), .integer(now.storageMilliseconds), .integer(id)])
+        }
+    }
+
+    /// Rows waiting to be sent (pending or in flight), and the due time of the oldest one.
+    public func outboxDepth() throws(StorageError) -> (count: Int, oldestDue: Date?) {
+        try read { connection in
+            try connection.cached("SELECT count(*), min(due_at) FROM outbox WHERE state IN ('pending', 'sending')")
+                .firstRow([]) { (Int($0.int(0) ?? 0), $0.int(1).map(Date.init(storageMilliseconds:))) } ?? (0, nil)
+        }
+    }
+
+    /// Dead letters, newest first.
+    public func deadLetters(limit: Int = 100) throws(StorageError) -> [DeadLetter] {
+        try read { connection in
+            try connection.cached(
+                """
+                SELECT id, order_id, kind, target_id, attempts, coalesce(last_error, ''), updated_at FROM outbox
+                WHERE state = 'dead' ORDER BY updated_at DESC, id DESC LIMIT ?
+                """
+            ).rows([.integer(Int64(limit))]) { row in
+                DeadLetter(
+                    id: row.int(0) ?? 0, orderID: row.text(1) ?? "",
+                    target: OutboxTarget(kind: row.text(2) ?? "", targetID: row.text(3) ?? "")
+                        ?? .activity(activityID: row.text(3) ?? ""),
+                    attempts: Int(row.int(4) ?? 0), reason: row.text(5) ?? "",
+                    diedAt: Date(storageMilliseconds: row.int(6) ?? 0)
+                )
+            }
+        }
+    }
+
+    /// Puts dead letters back in the queue (all of them when `ids` is `nil`); returns how many.
+    public func replayDeadLetters(ids: [Int64]?, now: Date) throws(StorageError) -> Int {
+        try write { connection in
+            let millis = now.storageMilliseconds
+            if let ids {
+                var replayed = 0
+                for id in ids {
+                    try connection.cached(
+                        "UPDATE outbox SET state = 'pending', due_at = ?, attempts = 0, updated_at = ? WHERE id = ? AND state = 'dead'"
+                    ).run([.integer(millis), .integer(millis), .integer(id)])
+                    replayed += connection.changes
+                }
+                return replayed
+            }
+            try connection.cached(
+                "UPDATE outbox SET state = 'pending', due_at = ?, attempts = 0, updated_at = ? WHERE state = 'dead'"
+            ).run([.integer(millis), .integer(millis)])
+            return connection.changes
+        }
+    }
+
+    /// Appends one APNs attempt to the push log.
+    public func logPush(_ attempt: PushAttempt) throws(StorageError) {
+        try write { connection in
+            try connection.cached(
+                """
+                INSERT INTO push_log (order_id, target_id, event, priority, http_status, reason, apns_id, latency_ms, attempted_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """
+            ).run([
+                .text(attempt.orderID), .text(attempt.targetID), .text(attempt.event),
+                .integer(Int64(attempt.priority)),
+                attempt.httpStatus.map { .integer(Int64($0)) } ?? .null, attempt.reason.map(SQLiteValue.text) ?? .null,
+                attempt.apnsID.map(SQLiteValue.text) ?? .null,
+                attempt.latencyMilliseconds.map { .integer(Int64($0)) } ?? .null,
+                .integer(attempt.attemptedAt.storageMilliseconds),
+            ])
+        }
+    }
+
+    /// An order's push log, oldest first.
+    public func pushLog(orderID: String) throws(StorageError) -> [PushAttempt] {
+        try read { connection in
+            try connection.cached(
+                """
+                SELECT order_id, target_id, event, priority, http_status, reason, apns_id, latency_ms, attempted_at
+                FROM push_log WHERE order_id = ? ORDER BY id
+                """
+            ).rows([.text(orderID)]) { row in
+                PushAttempt(
+                    orderID: row.text(0) ?? "", targetID: row.text(1) ?? "", event: row.text(2) ?? "",
+                    priority: Int(row.int(3) ?? 0), httpStatus: row.int(4).map { Int($0) }, reason: row.text(5),
+                    apnsID: row.text(6), latencyMilliseconds: row.int(7).map { Int($0) },
+                    attemptedAt: Date(storageMilliseconds: row.int(8) ?? 0)
+                )
+            }
+        }
+    }
+
+    private func finish(_ id: Int64, state: String, error: String?, now: Date) throws(StorageError) {
+        try write { connection in
+            try connection.cached(
+                "UPDATE outbox SET state = ?, last_error = ?, lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE id = ?"
+            ).run([.text(state), error.map(SQLiteValue.text) ?? .null, .integer(now.storageMilliseconds), .integer(id)])
+        }
+    }
+}

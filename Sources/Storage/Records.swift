@@ -1,0 +1,166 @@
+public import FoundationEssentials
+public import OrderDomain
+
+/// Which APNs host a token belongs to; a token works only on its own environment's host.
+public enum PushEnvironment: String, Sendable, Hashable, CaseIterable {
+    case development
+    case production
+}
+
+/// A Live Activity of an order and the state of its push channel.
+public struct ActivityRecord: Sendable, Hashable {
+    public let orderID: String
+    public let activityID: String
+    /// Empty once the token was removed (dead, or the activity ended).
+    public let pushToken: String
+    public let environment: PushEnvironment
+    public let bundleID: String
+    public let startedAt: Date
+    /// When the current token was registered; a 410 older than this does not remove it.
+    public let registeredAt: Date
+    public let endedAt: Date?
+    public let endedReason: String?
+    public let lastSentStatus: OrderStatus?
+    public let lastSentFingerprint: String?
+    public let lastSentTimestamp: Date?
+}
+
+/// A push-to-start token of one customer device.
+public struct PushToStartRecord: Sendable, Hashable {
+    public let customerID: String
+    public let deviceID: String
+    public let pushToken: String
+    public let environment: PushEnvironment
+    public let bundleID: String
+    public let registeredAt: Date
+}
+
+/// What an outbox row pushes to: a running activity, or a device to start one on.
+public enum OutboxTarget: Sendable, Hashable {
+    case activity(activityID: String)
+    case start(customerID: String, deviceID: String)
+
+    var kind: String {
+        switch self {
+        case .activity: "activity"
+        case .start: "start"
+        }
+    }
+
+    var targetID: String {
+        switch self {
+        case .activity(let id): id
+        case .start(let customer, let device): customer + "\u{1F}" + device
+        }
+    }
+
+    init?(kind: String, targetID: String) {
+        switch kind {
+        case "activity": self = .activity(activityID: targetID)
+        case "start":
+            let parts = targetID.split(separator: "\u{1F}", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { return nil }
+            self = .start(customerID: parts[0], deviceID: parts[1])
+        default: return nil
+        }
+    }
+}
+
+/// A claimed outbox row: the pusher owns it until its lease runs out.
+public struct OutboxItem: Sendable, Hashable {
+    public let id: Int64
+    public let orderID: String
+    public let eventID: Int64?
+    public let target: OutboxTarget
+    /// Attempts including the current one.
+    public let attempts: Int
+    public let dueAt: Date
+    public let createdAt: Date
+}
+
+/// A dead letter: a push that could not be delivered, with its reason.
+public struct DeadLetter: Sendable, Hashable {
+    public let id: Int64
+    public let orderID: String
+    public let target: OutboxTarget
+    public let attempts: Int
+    public let reason: String
+    public let diedAt: Date
+}
+
+/// One attempt to reach APNs, as the push log keeps it.
+public struct PushAttempt: Sendable, Hashable {
+    public let orderID: String
+    public let targetID: String
+    public let event: String
+    public let priority: Int
+    /// `nil` when the request never got an answer (connection failure, timeout).
+    public let httpStatus: Int?
+    public let reason: String?
+    public let apnsID: String?
+    public let latencyMilliseconds: Int?
+    public let attemptedAt: Date
+
+    public init(
+        orderID: String, targetID: String, event: String, priority: Int, httpStatus: Int?, reason: String?,
+        apnsID: String?, latencyMilliseconds: Int?, attemptedAt: Date
+    ) {
+        self.orderID = orderID
+        self.targetID = targetID
+        self.event = event
+        self.priority = priority
+        self.httpStatus = httpStatus
+        self.reason = reason
+        self.apnsID = apnsID
+        self.latencyMilliseconds = latencyMilliseconds
+        self.attemptedAt = attemptedAt
+    }
+}
+
+/// The result of writing a change: what the domain answered and what was queued.
+public struct StoredChange: Sendable, Hashable {
+    public let outcome: ChangeOutcome
+    /// The `order_events` row id of an applied change.
+    public let eventID: Int64?
+    /// Outbox rows written (one per live activity, or start row).
+    public let queuedPushes: Int
+}
+
+/// How long what is no longer needed is kept.
+public struct RetentionPolicy: Sendable, Hashable {
+    public var endedActivities: TimeInterval
+    public var pushLog: TimeInterval
+    public var finishedOutboxRows: TimeInterval
+    public var deadLetters: TimeInterval
+
+    /// Defaults: ended activities 7 days, push log 30 days, sent/superseded outbox rows 1 day,
+    /// dead letters 30 days. Expired idempotency keys go at once.
+    public init(
+        endedActivities: TimeInterval = 7 * 86_400,
+        pushLog: TimeInterval = 30 * 86_400,
+        finishedOutboxRows: TimeInterval = 86_400,
+        deadLetters: TimeInterval = 30 * 86_400
+    ) {
+        self.endedActivities = endedActivities
+        self.pushLog = pushLog
+        self.finishedOutboxRows = finishedOutboxRows
+        self.deadLetters = deadLetters
+    }
+}
+
+/// Rows removed by one pruning pass.
+public struct PruneReport: Sendable, Hashable {
+    public var activities = 0
+    public var pushLog = 0
+    public var outbox = 0
+    public var idempotencyKeys = 0
+}
+
+extension Date {
+    /// Milliseconds since 1970, the unit every time column uses.
+    var storageMilliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
+
+    init(storageMilliseconds: Int64) {
+        self.init(timeIntervalSince1970: Double(storageMilliseconds) / 1000)
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import OrderDomain
+import Testing
+
+@testable import Storage
+
+@Suite("Orders and the write path")
+struct OrderStoreTests {
+    /// An order round-trips through the file with every field, private ones included.
+    @Test func orderRoundTrip() throws {
+        let directory = try TemporaryDirectory()
+        let database = try StoreFixtures.database(directory)
+        let (order, event) = try StoreFixtures.newOrder()
+        guard
+            case .created = try database.createOrder(order, event: event, trackingTokenHash: "h", now: StoreFixtures.t0)
+        else {
+            Issue.record("expected created")
+            return
+        }
+        #expect(try database.order(id: "o-1") == order)
+        #expect(try database.order(trackingTokenHash: "h") == order)
+        #expect(try database.events(orderID: "o-1") == [event])
+    }
+
+    /// The same merchant and number again returns the stored order and writes nothing new.
+    @Test func duplicateNumberReturnsExisting() throws {
+        let directory = try TemporaryDirectory()
+        let database = try StoreFixtures.database(directory)
+        let (order, event) = try StoreFixtures.newOrder()
+        _ = try database.createOrder(order, event: event, trackingTokenHash: "h1", now: StoreFixtures.t0)
+        let (again, againEvent) = try StoreFixtures.newOrder(id: "o-2")
+        #expect(
+            try database.createOrder(again, event: againEvent, trackingTokenHash: "h2", now: StoreFixtures.t0)
+                == .existing(order))
+        #expect(try database.order(id: "o-2") == nil)
+    }
+
+    /// A push-to-start token of the customer queues one start row when the order is created.
+    @Test func creationQueuesStart() throws {
+        let directory = try TemporaryDirectory()
+        let database = try StoreFixtures.database(directory)
+        try database.registerPushToStart(
+            customerID: "c-42", deviceID: "iphone", pushToken: "pts", environment: .production, bundleID: "b",
+            now: StoreFixtures.t0
+        )
+        let (order, event) = try StoreFixtures.newOrder()
+        guard
+            case .created(_, _, let starts) = try database.createOrder(
+                order, event: event, trackingTokenHash: nil, now: StoreFixtures.t0)
+        else {
+            Issue.record("expected created")
+            return
+        }
+        #expect(starts == 1)
+        let claimed = try database.claimDue(owner: "w", now: StoreFixtures.t0, lease: 30, limit: 10)
+        #expect(claimed.map(\.target) == [.start(customerID: "c-42", deviceID: "iphone")])
+    }
+
+    /// One status change writes the order, its event and one outbox row per live activity, in one go.
+    @Test func statusChangeWritesAllOrNothing() throws {
+        let directory = try TemporaryDirectory()
+        let database = try StoreFixtures.database(directory)
+        _ = try StoreFixtures.seed(database, activities: 3)
+        try database.endActivity(orderID: "o-1", activityID: "act-2", reason: "user", now: StoreFixtures.t0)
+
+        let stored = try StoreFixtures.setStatus(database, "o-1", .preparing)
+        #expect(stored.outcome.transitionName == "applied")
+        #expect(stored.queuedPushes == 2)
+        #expect(try database.order(id: "o-1")?.status == .preparing)
+        #expect(try database.events(orderID: "o-1").last?.to == .preparing)
+        #expect(try database.outboxDepth().count == 2)
+
+        let repeated = try StoreFixtures.setStatus(database, "o-1", .preparing)
+        #expect(repeated.outcome.transitionName == "unchanged")
+        #expect(try database.events(orderID: "o-1").count == 2)
+        #expect(try database.outboxDepth().count == 2)
+
+        do {
+            _ = try StoreFixtures.setStatus(database, "o-1", .placed)
+            Issue.record("a backward move was stored")
+        } catch {
+            #expect(error.domainError?.code == .illegalTransition)
+        }
+        #expect(try database.order(id: "o-1")?.status == .preparing)
+        #expect(try database.events(orderID: "o-1").count == 2)
+    }
+
+    /// A missing order is a domain `not_found`.
+    @Test func missingOrder() throws {
+        let directory = try TemporaryDirectory()
+        let database = try StoreFixtures.database(directory)
+        do {
+            _ = try StoreFixtures.setStatus(database, "nope", .pickup)
+            Issue.record("changed a missing order")
+        } catch {
+            #expect(error.domainError?.code == .notFound)
+        }
+    }
+
+    /// Readers on other threads see only committed states while a writer keeps committing.
+    @Test func concurrentReadersWithWriter() async throws {
+        let directory = try TemporaryDirectory()
+        let database = try StoreFixtures.database(directory)
+        for index in 0..<20 { _ = try StoreFixtures.seed(database, id: "o-\(index)") }
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            group.addTask {
+                for status in [OrderStatus.preparing, .pickup, .delivering, .delivered] {
+                    for index in 0..<20 { _ = try StoreFixtures.setStatus(database, "o-\(index)", status) }
+                }
+                return 0
+            }
+            for _ in 0..<3 {
+                group.addTask {
+                    var reads = 0
+                    for round in 0..<200 {
+                        let order = try database.order(id: "o-\(round % 20)")
+                        let events = try database.events(orderID: "o-\(round % 20)")
+                        // An order never shows a status its history has not reached (read may straddle commits).
+                        if let order, let last = try database.events(orderID: order.id).last {
+                            #expect(last.to.pathStage! >= order.status.pathStage!)
+                        }
+                        #expect(!events.isEmpty)
+                        reads += 1
+                    }
+                    return reads
+                }
+            }
+            var total = 0
+            for try await reads in group { total += reads }
+            #expect(total == 600)
+        }
+        let counts = try database.orderCountsByStatus()
+        #expect(counts == [.delivered: 20])
+    }
+}

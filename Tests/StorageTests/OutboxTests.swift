@@ -1,0 +1,145 @@
+import Foundation
+import OrderDomain
+import Testing
+
+@testable import Storage
+
+@Suite("Outbox")
+struct OutboxTests {
+    /// Claimed rows are leased: a second worker gets nothing until the lease runs out, then the same rows.
+    @Test func leaseBringsBackRowsOfACrashedWorker() throws {
+        let directory = try TemporaryDirectory()
+        let database = try StoreFixtures.database(directory)
+        _ = try StoreFixtures.seed(database, activities: 2)
+        _ = try StoreFixtures.setStatus(database, "o-1", .preparing)
+        let t = StoreFixtures.t0
+        let first = try database.claimDue(owner: "a", now: t, lease: 30, limit: 10)
+        #expect(first.count == 2)
+        #expect(first.allSatisfy { $0.attempts == 1 })
+        #expect(try database.claimDue(owner: "b", now: t.addingTimeInterval(29), lease: 30, limit: 10).isEmpty)
+        let again = try database.claimDue(owner: "b", now: t.addingTimeInterval(31), lease: 30, limit: 10)
+        #expect(again.map(\.id) == first.map(\.id))
+        #expect(again.allSatisfy { $0.attempts == 2 })
+    }
+
+    /// 100 updates queued for one activity while nothing is sent coalesce to one row: the newest.
+    @Test func pendingUpdatesCoalesce() throws {
+        let directory = try TemporaryDirectory()
+        let database = try StoreFixtures.database(directory)
+        _ = try StoreFixtures.seed(database)
+        var lastEvent: Int64?
+        for step in 0..<100 {
+            let at = StoreFixtures.t0.addingTimeInterval(Double(step))
+            let stored = try database.change(orderID: "o-1", now: at) { order throws(OrderError) in
+                try order.changingEstimatedArrival(
+                    to: StoreFixtures.t0.addingTimeInterval(1800 + Double(step + 1) * 60), by: .admin, at: at)
+            }
+            lastEvent = stored.eventID
+        }
+        #expect(try database.outboxDepth().count == 1)
+        let claimed = try database.claimDue(
+            owner: "w", now: StoreFixtures.t0.addingTimeInterval(200), lease: 30, limit: 10)
+        #expect(claimed.count == 1)
+        #expect(claimed.first?.eventID == lastEvent)
+    }
+
+    /// While a row of an activity is in flight, a newer row for it waits; a retry of the old one is superseded.
+    @Test func inFlightTargetIsNotRaced() throws {
+        let directory = try TemporaryDirectory()
+        let database = try StoreFixtures.database(directory)
+        _ = try StoreFixtures.seed(database)
+        let t = StoreFixtures.t0
+        _ = try StoreFixtures.setStatus(database, "o-1", .preparing)
+        let inFlight = try #require(try database.claimDue(owner: "w", now: t, lease: 30, limit: 10).first)
+        _ = try StoreFixtures.setStatus(database, "o-1", .pickup)
+        #expect(try database.claimDue(owner: "w", now: t, lease: 30, limit: 10).isEmpty)
+        try database.scheduleRetry(inFlight.id, at: t.addingTimeInterval(5), error: "503", now: t)
+        let next = try database.claimDue(owner: "w", now: t.addingTimeInterval(10), lease: 30, limit: 10)
+        #expect(next.count == 1)
+        #expect(next.first?.id != inFlight.id)
+    }
+
+    /// Retries wait for their time; dead letters are listed with their reason and can be replayed.
+    @Test func retryDeadAndReplay() throws {
+        let directory = try TemporaryDirectory()
+        let database = try StoreFixtures.database(directory)
+        _ = try StoreFixtures.seed(database)
+        let t = StoreFixtures.t0
+        _ = try StoreFixtures.setStatus(database, "o-1", .preparing)
+        let row = try #require(try database.claimDue(owner: "w", now: t, lease: 30, limit: 1).first)
+        try database.scheduleRetry(row.id, at: t.addingTimeInterval(60), error: "429 TooManyRequests", now: t)
+        #expect(try database.claimDue(owner: "w", now: t.addingTimeInterval(59), lease: 30, limit: 1).isEmpty)
+        let retried = try #require(
+            try database.claimDue(owner: "w", now: t.addingTimeInterval(60), lease: 30, limit: 1).first)
+        #expect(retried.id == row.id)
+        try database.markDead(row.id, reason: "TopicDisallowed", now: t.addingTimeInterval(61))
+        #expect(try database.deadLetters().map(\.reason) == ["TopicDisallowed"])
+        #expect(try database.outboxDepth().count == 0)
+        #expect(try database.replayDeadLetters(ids: nil, now: t.addingTimeInterval(70)) == 1)
+        #expect(try database.deadLetters().isEmpty)
+        #expect(
+            try database.claimDue(owner: "w", now: t.addingTimeInterval(70), lease: 30, limit: 1).map(\.id) == [row.id])
+        try database.markSent(row.id, now: t.addingTimeInterval(71))
+        #expect(try database.outboxDepth().count == 0)
+    }
+
+    /// A 410 removes a token only if it was registered before APNs' timestamp; removal stops its rows.
+    @Test func tokenRemovalHonoursRegistrationTime() throws {
+        let directory = try TemporaryDirectory()
+        let database = try StoreFixtures.database(directory)
+        _ = try StoreFixtures.seed(database)
+        let t = StoreFixtures.t0
+        _ = try database.registerActivity(
+            orderID: "o-1", activityID: "act-0", pushToken: "rotated", environment: .development, bundleID: "b",
+            now: t.addingTimeInterval(100)
+        )
+        _ = try StoreFixtures.setStatus(database, "o-1", .preparing)
+        #expect(
+            try !database.endActivity(
+                orderID: "o-1", activityID: "act-0", reason: "Unregistered", now: t.addingTimeInterval(200),
+                onlyIfRegisteredBefore: t.addingTimeInterval(50))
+        )
+        #expect(try database.activity(orderID: "o-1", activityID: "act-0")?.pushToken == "rotated")
+        #expect(
+            try database.endActivity(
+                orderID: "o-1", activityID: "act-0", reason: "Unregistered", now: t.addingTimeInterval(200),
+                onlyIfRegisteredBefore: t.addingTimeInterval(150))
+        )
+        let ended = try #require(try database.activity(orderID: "o-1", activityID: "act-0"))
+        #expect(ended.pushToken == "")
+        #expect(ended.endedReason == "Unregistered")
+        #expect(ended.startedAt == t)
+        #expect(try database.outboxDepth().count == 0)
+        #expect(try database.liveActivities(orderID: "o-1").isEmpty)
+    }
+
+    /// Old finished rows, old push log entries and old ended activities are pruned; live data stays.
+    @Test func pruneAndBackup() throws {
+        let directory = try TemporaryDirectory()
+        let database = try StoreFixtures.database(directory)
+        _ = try StoreFixtures.seed(database, activities: 2)
+        let t = StoreFixtures.t0
+        _ = try StoreFixtures.setStatus(database, "o-1", .preparing)
+        for row in try database.claimDue(owner: "w", now: t, lease: 30, limit: 10) {
+            try database.markSent(row.id, now: t)
+        }
+        try database.logPush(
+            PushAttempt(
+                orderID: "o-1", targetID: "act-0", event: "update", priority: 5, httpStatus: 200, reason: nil,
+                apnsID: "id", latencyMilliseconds: 3, attemptedAt: t)
+        )
+        try database.endActivity(orderID: "o-1", activityID: "act-1", reason: "user", now: t)
+        #expect(try database.prune(now: t.addingTimeInterval(3600)) == PruneReport())
+        let report = try database.prune(now: t.addingTimeInterval(31 * 86_400))
+        #expect(report.activities == 1 && report.pushLog == 1 && report.outbox == 2)
+        #expect(try database.liveActivities(orderID: "o-1").count == 1)
+
+        let copy = directory.path + "/backup.sqlite3"
+        try database.backup(to: copy)
+        #expect(throws: StorageError.self) { try database.backup(to: copy) }
+        let restored = try Database.open(
+            StorageConfiguration(dataDirectory: directory.path, fileName: "backup.sqlite3"))
+        #expect(try restored.order(id: "o-1")?.status == .preparing)
+        #expect(try restored.integrityCheck() == "ok")
+    }
+}

@@ -1,0 +1,45 @@
+import Foundation
+import OrderDomain
+import Storage
+
+/// Orders and a fresh database file per test.
+enum StoreFixtures {
+    static let t0 = Date(timeIntervalSince1970: 1_796_212_800)
+
+    static func database(_ directory: TemporaryDirectory) throws -> Database {
+        try Database.open(StorageConfiguration(dataDirectory: directory.path))
+    }
+
+    static func newOrder(id: String = "o-1", number: String = "A-1001", customerID: String = "c-42") throws -> (
+        Order, OrderEvent
+    ) {
+        let draft = OrderDraft(
+            number: number, merchantName: "Pizza Roma", items: [.init(name: "Margherita", quantity: 2, price: 8.5)],
+            customer: .init(id: customerID, name: "Ana", phone: "+49 30 1234567", locale: "de-DE"),
+            address: "Hauptstr. 1", payment: .init(method: "card", brand: "visa", last4: "4242"),
+            estimatedArrival: t0.addingTimeInterval(1800), note: "ring twice"
+        )
+        return try draft.validated(id: id, merchantID: "m-1", by: .merchant(id: "m-1"), at: t0)
+    }
+
+    /// Creates an order with `activities` registered activities.
+    static func seed(_ database: Database, id: String = "o-1", activities: Int = 1) throws -> Order {
+        let (order, event) = try newOrder(id: id, number: "N-\(id)")
+        _ = try database.createOrder(order, event: event, trackingTokenHash: "hash-\(id)", now: t0)
+        for index in 0..<activities {
+            _ = try database.registerActivity(
+                orderID: id, activityID: "act-\(index)", pushToken: "token-\(id)-\(index)", environment: .development,
+                bundleID: "com.example.app", now: t0
+            )
+        }
+        return order
+    }
+
+    static func setStatus(_ database: Database, _ id: String, _ status: OrderStatus, at: Date = t0) throws(StorageError)
+        -> StoredChange
+    {
+        try database.change(orderID: id, now: at) { order throws(OrderError) in
+            try order.applying(StatusChange(status: status), by: .admin, at: at)
+        }
+    }
+}
