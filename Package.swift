@@ -72,7 +72,18 @@ let package = Package(
 
         .testTarget(name: "OrderDomainTests", dependencies: ["OrderDomain"], swiftSettings: strictSettings),
         .testTarget(name: "ProjectionTests", dependencies: ["Projection"], swiftSettings: strictSettings),
-        .testTarget(name: "StorageTests", dependencies: ["Storage"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "StorageTests",
+            dependencies: ["Storage", "StorageCrashWriter"],
+            swiftSettings: strictSettings
+        ),
+        // The child process the storage crash test kills.
+        .executableTarget(
+            name: "StorageCrashWriter",
+            dependencies: ["Storage", "OrderDomain"],
+            path: "Tests/StorageCrashWriter",
+            swiftSettings: strictSettings
+        ),
         .testTarget(name: "PusherTests", dependencies: ["Pusher"], swiftSettings: strictSettings),
         .testTarget(
             name: "DeliverydTests",

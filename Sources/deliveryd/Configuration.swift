@@ -189,6 +189,7 @@ struct Configuration: Sendable {
             deliveryd — keeps iOS Live Activities of delivery orders up to date over APNs.
 
             usage: deliveryd [options]
+                   deliveryd backup PATH [--data-dir DIR]   write a consistent copy of the database to PATH
 
             options (each also read from the environment variable shown):
 

@@ -13,7 +13,16 @@ func printError(_ line: String) {
     FileHandle.standardError.write(Data((line + "\n").utf8))
 }
 
-let arguments = Array(CommandLine.arguments.dropFirst())
+var arguments = Array(CommandLine.arguments.dropFirst())
+var backupPath: String?
+if arguments.first == "backup" {
+    guard arguments.count >= 2, !arguments[1].hasPrefix("--") else {
+        printError("usage: deliveryd backup PATH [--data-dir DIR]")
+        exit(2)
+    }
+    backupPath = arguments[1]
+    arguments.removeFirst(2)
+}
 if arguments.contains("--help") || arguments.contains("-h") {
     print(Configuration.helpText, terminator: "")
     exit(0)
@@ -46,6 +55,33 @@ do {
     printError("deliveryd: cannot open the database in \(configuration.dataDirectory): \(error)")
     exit(1)
 }
+
+if let backupPath {
+    do {
+        try storage.backup(to: backupPath)
+        print("deliveryd: backup of \(storage.path) written to \(backupPath)")
+        exit(0)
+    } catch {
+        printError("deliveryd: backup failed: \(error)")
+        exit(1)
+    }
+}
+
+/// Prunes what the retention policy no longer keeps, once at start and then every hour.
+let pruneTimer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
+pruneTimer.schedule(deadline: .now(), repeating: .seconds(3600))
+pruneTimer.setEventHandler {
+    do {
+        let report = try storage.prune(now: Date())
+        printError(
+            "deliveryd: pruned activities=\(report.activities) push_log=\(report.pushLog) outbox=\(report.outbox) "
+                + "idempotency_keys=\(report.idempotencyKeys)"
+        )
+    } catch {
+        printError("deliveryd: pruning failed: \(error)")
+    }
+}
+pruneTimer.resume()
 
 let service = DeliveryService()
 let listener: BasicHTTPListener

@@ -79,3 +79,22 @@ struct ExecutableTests {
 
 /// The server did not accept a connection (yet).
 struct NotListening: Error {}
+
+@Suite("deliveryd backup")
+struct BackupCommandTests {
+    /// `deliveryd backup PATH` writes a copy that opens as a SQLite database with the schema, and
+    /// refuses to overwrite an existing file.
+    @Test func backupWritesCopy() throws {
+        let directory = NSTemporaryDirectory() + "deliveryd-backup-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let target = directory + "/copy.sqlite3"
+        let (status, output, errors) = try DeliverydProcess.run(["backup", target, "--data-dir", directory + "/data"])
+        #expect(status == 0, "\(errors)")
+        #expect(output.contains("written to \(target)"))
+        let header = try #require(FileManager.default.contents(atPath: target))
+        #expect(header.prefix(15) == Data("SQLite format 3".utf8))
+        let (again, _, againErrors) = try DeliverydProcess.run(["backup", target, "--data-dir", directory + "/data"])
+        #expect(again == 1)
+        #expect(againErrors.contains("exists already"))
+    }
+}

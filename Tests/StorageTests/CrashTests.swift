@@ -1,0 +1,56 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import Storage
+
+@Suite("Durability under kill -9")
+struct CrashTests {
+    static var writerURL: URL {
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        while !directory.path.hasSuffix("/debug") && !directory.path.hasSuffix("/release") && directory.path != "/" {
+            directory.deleteLastPathComponent()
+        }
+        return directory.appendingPathComponent("StorageCrashWriter")
+    }
+
+    /// 20 times: a writer is killed with SIGKILL at a random moment; every change it acknowledged is in
+    /// the file afterwards with its outbox rows (one per activity), and the file passes integrity_check.
+    @Test func acknowledgedChangesSurviveSIGKILL() throws {
+        let directory = try TemporaryDirectory()
+        var acknowledged = 0
+        var generator = SystemRandomNumberGenerator()
+        for round in 0..<20 {
+            let process = Process()
+            process.executableURL = Self.writerURL
+            process.arguments = [directory.path, "r\(round)"]
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            usleep(UInt32.random(in: 80_000...400_000, using: &generator))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            #expect(process.terminationReason == .uncaughtSignal)
+            let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                .split(separator: "\n").filter { $0.hasPrefix("ack ") }
+
+            let connection = try SQLiteConnection.open(StorageConfiguration(dataDirectory: directory.path))
+            #expect(try connection.cached("PRAGMA integrity_check").firstRow([]) { $0.text(0) } == "ok")
+            let eventQuery = try connection.cached("SELECT order_id, to_status FROM order_events WHERE id = ?")
+            for line in lines {
+                let parts = line.split(separator: " ").map(String.init)
+                try #require(parts.count == 4)
+                let eventID = try #require(Int64(parts[3]))
+                let stored = try eventQuery.firstRow([.integer(eventID)]) { [$0.text(0) ?? "", $0.text(1) ?? ""] }
+                #expect(stored == [parts[1], parts[2]], "round \(round): \(line) lost")
+                if parts[2] != "placed" {
+                    let rows = try connection.cached("SELECT count(*) FROM outbox WHERE event_id = ?")
+                        .firstRow([.integer(eventID)]) { $0.int(0) }
+                    #expect(rows == 2, "round \(round): outbox rows of \(line)")
+                }
+            }
+            acknowledged += lines.count
+        }
+        #expect(acknowledged > 20, "the writer acknowledged too little to prove anything")
+    }
+}
