@@ -10,7 +10,7 @@ export PATH := $(if $(wildcard /opt/swift/usr/bin),/opt/swift/usr/bin:,)$(PATH)
 APT_PACKAGES := libsqlite3-dev libcurl4-openssl-dev libssl-dev pkg-config ca-certificates
 SWIFT_FORMAT_PATHS := Sources Tests bench Package.swift
 
-.PHONY: help deps build run test lint format clean bench bench-projection
+.PHONY: help deps build run test lint format clean bench bench-projection bench-storage
 
 help:
 	@echo "make run    build (release) and run deliveryd on 127.0.0.1:8080 with data in ./var"
@@ -48,12 +48,16 @@ test: deps lint
 	swift build --build-tests
 	swift test --skip-build
 
-bench: bench-projection
+bench: bench-projection bench-storage
 
 ## Payloads built per second on one core (pinned with taskset when available).
 bench-projection: deps
 	swift build -c release --product projection-bench
 	$$(command -v taskset >/dev/null && echo "taskset -c 0") .build/release/projection-bench
+
+## Commits per second at 1k and 1M orders, FULL against NORMAL, file size per million orders.
+bench-storage: deps
+	bash bench/storage.sh
 
 clean:
 	rm -rf .build

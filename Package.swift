@@ -69,6 +69,12 @@ let package = Package(
             path: "bench/projection",
             swiftSettings: strictSettings
         ),
+        .executableTarget(
+            name: "storage-bench",
+            dependencies: ["OrderDomain", "Storage"],
+            path: "bench/storage",
+            swiftSettings: strictSettings
+        ),
 
         .testTarget(name: "OrderDomainTests", dependencies: ["OrderDomain"], swiftSettings: strictSettings),
         .testTarget(name: "ProjectionTests", dependencies: ["Projection"], swiftSettings: strictSettings),

@@ -208,3 +208,38 @@ private struct StoredItem: Codable {
     let quantity: Int
     let price: Double
 }
+
+extension Database {
+    /// Inserts many placed orders, each with `activitiesPerOrder` activities, in transactions of
+    /// `batchSize`: for benchmarks and load tests that need a large table quickly. No outbox rows.
+    package func bulkInsert(
+        _ orders: [(Order, OrderEvent)], activitiesPerOrder: Int, now: Date, batchSize: Int = 20_000
+    )
+        throws(StorageError)
+    {
+        var start = 0
+        while start < orders.count {
+            let batch = orders[start..<min(orders.count, start + batchSize)]
+            try write { connection in
+                for (order, event) in batch {
+                    try connection.cached(
+                        "INSERT INTO orders (\(Self.orderColumns), tracking_token_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    ).run(Self.encode(order) + [.text("bulk-" + order.id)])
+                    _ = try Self.insert(event, connection)
+                    for index in 0..<activitiesPerOrder {
+                        try connection.cached(
+                            """
+                            INSERT INTO activities (order_id, activity_id, push_token, environment, bundle_id, started_at, registered_at)
+                            VALUES (?, ?, ?, 'production', 'com.example.app', ?, ?)
+                            """
+                        ).run([
+                            .text(order.id), .text("a\(index)"), .text("token-\(order.id)-\(index)"),
+                            .integer(now.storageMilliseconds), .integer(now.storageMilliseconds),
+                        ])
+                    }
+                }
+            }
+            start += batchSize
+        }
+    }
+}

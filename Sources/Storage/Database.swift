@@ -10,11 +10,16 @@ internal import Synchronization
 public final class Database: Sendable {
     private let writer: LockedConnection
     private let readers: [LockedConnection]
+    private let checkpointer: LockedConnection
     private let nextReader = Atomic<Int>(0)
     public let configuration: StorageConfiguration
 
-    private init(writer: SQLiteConnection, readers: [SQLiteConnection], configuration: StorageConfiguration) {
+    private init(
+        writer: SQLiteConnection, readers: [SQLiteConnection], checkpointer: SQLiteConnection,
+        configuration: StorageConfiguration
+    ) {
         self.writer = LockedConnection(writer)
+        self.checkpointer = LockedConnection(checkpointer)
         var guarded: [LockedConnection] = []
         for reader in readers { guarded.append(LockedConnection(reader)) }
         self.readers = guarded
@@ -48,7 +53,11 @@ public final class Database: Sendable {
             for _ in 0..<max(1, readerCount) {
                 readers.append(try SQLiteConnection.open(configuration, readOnly: true))
             }
-            return Database(writer: writer, readers: readers, configuration: configuration)
+            // Commits leave checkpointing to `checkpoint()`, called off the request path; the writer
+            // checkpoints by itself only if the WAL grows past the backstop (nobody called it).
+            try writer.execute("PRAGMA wal_autocheckpoint=\(configuration.writerCheckpointPages)")
+            let checkpointer = try SQLiteConnection.open(configuration)
+            return Database(writer: writer, readers: readers, checkpointer: checkpointer, configuration: configuration)
         } catch let error as StorageError {
             throw error
         } catch {
@@ -68,6 +77,25 @@ public final class Database: Sendable {
     public func schemaVersions() throws(StorageError) -> [Int] {
         try read { connection in
             try connection.cached("SELECT version FROM schema_migrations ORDER BY version").rows { Int($0.int(0) ?? 0) }
+        }
+    }
+
+    /// Copies committed pages from the WAL into the database file (a passive checkpoint: it never
+    /// waits for readers or the writer). Call it every second or so from a background thread, so that
+    /// commits do not pay for checkpoints.
+    /// - Returns: the pages in the WAL and how many of them are now in the database file.
+    @discardableResult
+    public func checkpoint() throws(StorageError) -> (walPages: Int, checkpointedPages: Int) {
+        do {
+            return try checkpointer.withConnection { connection in
+                try connection.cached("PRAGMA wal_checkpoint(PASSIVE)").firstRow([]) {
+                    (Int($0.int(1) ?? 0), Int($0.int(2) ?? 0))
+                } ?? (0, 0)
+            }
+        } catch let error as SQLiteError {
+            throw StorageError(sqlite: error)
+        } catch {
+            throw StorageError("checkpoint failed: \(error)")
         }
     }
 

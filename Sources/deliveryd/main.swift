@@ -83,6 +83,18 @@ pruneTimer.setEventHandler {
 }
 pruneTimer.resume()
 
+/// Moves committed pages from the WAL into the database file every second, off the request path.
+let checkpointTimer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
+checkpointTimer.schedule(deadline: .now() + 1, repeating: 1)
+checkpointTimer.setEventHandler {
+    do {
+        try storage.checkpoint()
+    } catch {
+        printError("deliveryd: checkpoint failed: \(error)")
+    }
+}
+checkpointTimer.resume()
+
 let service = DeliveryService()
 let listener: BasicHTTPListener
 do {

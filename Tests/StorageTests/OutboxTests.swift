@@ -143,3 +143,17 @@ struct OutboxTests {
         #expect(try restored.integrityCheck() == "ok")
     }
 }
+
+@Suite("Checkpoints")
+struct CheckpointTests {
+    /// Commits leave their pages in the WAL; `checkpoint()` copies every one of them into the file.
+    @Test func backgroundCheckpointCopiesTheWAL() throws {
+        let directory = try TemporaryDirectory()
+        let database = try StoreFixtures.database(directory)
+        for index in 0..<30 { _ = try StoreFixtures.seed(database, id: "o-\(index)") }
+        let result = try database.checkpoint()
+        #expect(result.walPages > 0)
+        #expect(result.checkpointedPages == result.walPages)
+        #expect(try database.integrityCheck() == "ok")
+    }
+}

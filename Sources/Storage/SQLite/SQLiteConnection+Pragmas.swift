@@ -13,6 +13,7 @@ extension SQLiteConnection {
             """
             PRAGMA foreign_keys=ON;
             PRAGMA synchronous=\(configuration.synchronous.rawValue);
+            PRAGMA cache_size=-\(configuration.cacheSizeKiB);
             """
         )
         return connection
