@@ -18,8 +18,11 @@ final class DeliverydProcess {
     }
 
     /// Runs `deliveryd` with `arguments` and waits for it to exit; returns status, stdout and stderr.
-    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String, String) {
+    static func run(_ arguments: [String], environment: [String: String] = [:], directory: String? = nil) throws -> (
+        Int32, String, String
+    ) {
         let process = Process()
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         process.executableURL = executableURL
         process.arguments = arguments
         process.environment = environment

@@ -83,7 +83,8 @@ struct NotListening: Error {}
 @Suite("deliveryd backup")
 struct BackupCommandTests {
     /// `deliveryd backup PATH` writes a copy that opens as a SQLite database with the schema, and
-    /// refuses to overwrite an existing file.
+    /// refuses to overwrite an existing file. The second run starts in `/`: the migrations ship with
+    /// the binary, not the working directory.
     @Test func backupWritesCopy() throws {
         let directory = NSTemporaryDirectory() + "deliveryd-backup-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -93,7 +94,9 @@ struct BackupCommandTests {
         #expect(output.contains("written to \(target)"))
         let header = try #require(FileManager.default.contents(atPath: target))
         #expect(header.prefix(15) == Data("SQLite format 3".utf8))
-        let (again, _, againErrors) = try DeliverydProcess.run(["backup", target, "--data-dir", directory + "/data"])
+        let (again, _, againErrors) = try DeliverydProcess.run(
+            ["backup", target, "--data-dir", directory + "/data"], directory: "/"
+        )
         #expect(again == 1)
         #expect(againErrors.contains("exists already"))
     }

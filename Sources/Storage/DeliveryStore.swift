@@ -1,0 +1,54 @@
+public import FoundationEssentials
+public import OrderDomain
+
+/// Everything the service asks of its storage; `Database` (SQLite) is the embedded implementation.
+///
+/// The API and the pusher depend on this protocol, not on SQLite, so that a PostgreSQL-compatible
+/// backend (and through it a distributed SQL engine) can be added for deployments that outgrow one
+/// machine. Every method is one transaction: it finishes (committed) or throws and leaves nothing.
+public protocol DeliveryStore: Sendable {
+    // Orders and their history.
+    func createOrder(_ order: Order, event: OrderEvent, trackingTokenHash: String?, now: Date) throws(StorageError)
+        -> CreateOrderResult
+    func order(id: String) throws(StorageError) -> Order?
+    func order(trackingTokenHash: String) throws(StorageError) -> Order?
+    func change(orderID: String, now: Date, _ change: (Order) throws(OrderError) -> ChangeOutcome) throws(StorageError)
+        -> StoredChange
+    func events(orderID: String) throws(StorageError) -> [OrderEvent]
+    func orderCountsByStatus() throws(StorageError) -> [OrderStatus: Int]
+
+    // Activities and push-to-start tokens.
+    func registerActivity(
+        orderID: String, activityID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
+        now: Date
+    ) throws(StorageError) -> ActivityRecord
+    func endActivity(orderID: String, activityID: String, reason: String, now: Date, onlyIfRegisteredBefore: Date?)
+        throws(StorageError) -> Bool
+    func recordSent(orderID: String, activityID: String, status: OrderStatus, fingerprint: String, timestamp: Date)
+        throws(StorageError)
+    func activity(orderID: String, activityID: String) throws(StorageError) -> ActivityRecord?
+    func liveActivities(orderID: String) throws(StorageError) -> [ActivityRecord]
+    func registerPushToStart(
+        customerID: String, deviceID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
+        now: Date
+    ) throws(StorageError)
+    func pushToStart(customerID: String, deviceID: String) throws(StorageError) -> PushToStartRecord?
+    func deletePushToStart(customerID: String, deviceID: String, onlyIfRegisteredBefore: Date?) throws(StorageError)
+
+    // The outbox and the push log.
+    func claimDue(owner: String, now: Date, lease: TimeInterval, limit: Int) throws(StorageError) -> [OutboxItem]
+    func markSent(_ id: Int64, now: Date) throws(StorageError)
+    func markDead(_ id: Int64, reason: String, now: Date) throws(StorageError)
+    func scheduleRetry(_ id: Int64, at: Date, error: String, now: Date) throws(StorageError)
+    func outboxDepth() throws(StorageError) -> (count: Int, oldestDue: Date?)
+    func deadLetters(limit: Int) throws(StorageError) -> [DeadLetter]
+    func replayDeadLetters(ids: [Int64]?, now: Date) throws(StorageError) -> Int
+    func logPush(_ attempt: PushAttempt) throws(StorageError)
+    func pushLog(orderID: String) throws(StorageError) -> [PushAttempt]
+
+    // Maintenance.
+    func prune(now: Date, policy: RetentionPolicy) throws(StorageError) -> PruneReport
+    func backup(to path: String) throws(StorageError)
+}
+
+extension Database: DeliveryStore {}
