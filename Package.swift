@@ -33,12 +33,15 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
 
+        // epoll, eventfd and accept4, which Glibc's Swift module lacks.
+        .target(name: "CLinuxShim"),
+
         // The core: pure values, no I/O.
         .target(name: "OrderDomain", swiftSettings: strictSettings),
         .target(name: "Projection", dependencies: ["OrderDomain"], swiftSettings: strictSettings),
 
         // The edges.
-        .target(name: "HTTPServer", swiftSettings: strictSettings),
+        .target(name: "HTTPServer", dependencies: ["CLinuxShim"], swiftSettings: strictSettings),
         .target(
             name: "Storage",
             dependencies: ["OrderDomain", "CSQLite"],

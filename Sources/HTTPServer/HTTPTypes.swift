@@ -1,6 +1,17 @@
+/// The protocol versions the server speaks.
+public enum HTTPVersion: Sendable, Hashable {
+    case http10
+    case http11
+}
+
 /// A parsed HTTP request: what a handler sees.
 public struct HTTPRequest: Sendable {
     public var method: String
+    public var version: HTTPVersion
+    /// Whether the connection stays open after the response (HTTP/1.1 without `Connection: close`).
+    public var keepAlive: Bool
+    /// Values the router took from the path (`{id}` in `/v1/orders/{id}`).
+    public var pathParameters: [String: String] = [:]
     /// The path without the query string, percent-encoding intact.
     public var path: String
     public var query: String?
@@ -8,10 +19,12 @@ public struct HTTPRequest: Sendable {
     public var body: [UInt8]
 
     public init(
-        method: String, path: String, query: String? = nil, headers: [(name: String, value: String)] = [],
-        body: [UInt8] = []
+        method: String, path: String, query: String? = nil, version: HTTPVersion = .http11, keepAlive: Bool = true,
+        headers: [(name: String, value: String)] = [], body: [UInt8] = []
     ) {
         self.method = method
+        self.version = version
+        self.keepAlive = keepAlive
         self.path = path
         self.query = query
         self.headers = headers
@@ -20,7 +33,8 @@ public struct HTTPRequest: Sendable {
 
     /// The first value of a header, compared case-insensitively as RFC 9110 requires.
     public func header(_ name: String) -> String? {
-        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        let lowercase = name.lowercased()
+        return headers.first { HTTPRequestParser.equalsIgnoringCase($0.name, lowercase) }?.value
     }
 }
 

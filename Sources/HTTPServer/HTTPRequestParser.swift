@@ -1,0 +1,390 @@
+/// Limits the parser enforces, each answered with its own status.
+public struct HTTPLimits: Sendable, Hashable {
+    /// Longest request line (method, target, version); longer gets `414`.
+    public var maxRequestLineBytes: Int
+    /// Largest header block, request line included; larger gets `431`.
+    public var maxHeaderBytes: Int
+    /// Most header fields; more gets `431`.
+    public var maxHeaderCount: Int
+    /// Largest body, after de-chunking; larger gets `413`.
+    public var maxBodyBytes: Int
+
+    /// Defaults: 8 KiB request line, 16 KiB header block, 100 fields, 1 MiB body.
+    public init(
+        maxRequestLineBytes: Int = 8 * 1024, maxHeaderBytes: Int = 16 * 1024, maxHeaderCount: Int = 100,
+        maxBodyBytes: Int = 1024 * 1024
+    ) {
+        self.maxRequestLineBytes = maxRequestLineBytes
+        self.maxHeaderBytes = maxHeaderBytes
+        self.maxHeaderCount = maxHeaderCount
+        self.maxBodyBytes = maxBodyBytes
+    }
+}
+
+/// A request the parser refused, with the status to answer before closing the connection.
+public struct HTTPParseError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let status: Int
+    public let reason: String
+
+    public var description: String { "\(status) \(reason)" }
+}
+
+/// What the parser has for its owner after more bytes arrived.
+package enum HTTPParseEvent: Sendable {
+    /// A complete request; the parser is ready for the next one (pipelining).
+    case request(HTTPRequest)
+    /// The head asked for `100 Continue` before sending its body.
+    case expectsContinue
+    /// Nothing complete yet.
+    case needMore
+}
+
+/// An incremental HTTP/1.1 request parser, strict to RFC 9112.
+///
+/// Bytes may arrive split anywhere; the same bytes give the same requests however they are split.
+/// It refuses what request smuggling is built from: both `Transfer-Encoding` and `Content-Length`,
+/// duplicate or malformed lengths, codings other than `chunked`, folded header lines, bare LF, NUL
+/// and whitespace before a header's colon. After an error the connection must be closed.
+package struct HTTPRequestParser {
+    private struct Head {
+        var request: HTTPRequest
+        var chunked: Bool
+        var contentLength: Int
+        var expectsContinue: Bool
+    }
+
+    private enum State {
+        case head
+        case fixedBody(Head)
+        case chunkSize(Head)
+        case chunkData(Head, remaining: Int)
+        case chunkDataEnd(Head)
+        case trailers(Head, bytes: Int)
+        case failed(HTTPParseError)
+    }
+
+    private let limits: HTTPLimits
+    private var buffer: [UInt8] = []
+    private var position = 0
+    private var scanned = 0
+    private var state = State.head
+    private var announcedContinue = false
+
+    package init(limits: HTTPLimits = HTTPLimits()) {
+        self.limits = limits
+    }
+
+    /// Bytes received but not yet consumed by a complete request.
+    package var bufferedByteCount: Int { buffer.count - position }
+
+    /// True while a request has started arriving but is not complete.
+    package var isMidRequest: Bool {
+        if case .head = state { return bufferedByteCount > 0 }
+        return true
+    }
+
+    package mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        if position > 0 && position == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            scanned = 0
+            position = 0
+        }
+        buffer.append(contentsOf: bytes)
+    }
+
+    package mutating func append(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { append($0) }
+    }
+
+    /// The next event; call again after a `.request` until `.needMore`.
+    package mutating func next() throws(HTTPParseError) -> HTTPParseEvent {
+        do {
+            return try step()
+        } catch {
+            state = .failed(error)
+            throw error
+        }
+    }
+
+    private mutating func step() throws(HTTPParseError) -> HTTPParseEvent {
+        while true {
+            switch state {
+            case .failed(let error):
+                throw error
+            case .head:
+                guard let head = try parseHead() else { return .needMore }
+                announcedContinue = false
+                if head.chunked {
+                    state = .chunkSize(head)
+                } else if head.contentLength > 0 {
+                    state = .fixedBody(head)
+                } else {
+                    state = .head
+                    return .request(head.request)
+                }
+            case .fixedBody(var head):
+                guard bufferedByteCount >= head.contentLength else {
+                    return continueIfAsked(head)
+                }
+                head.request.body = Array(buffer[position..<(position + head.contentLength)])
+                position += head.contentLength
+                state = .head
+                compact()
+                return .request(head.request)
+            case .chunkSize(let head):
+                guard
+                    let line = try takeLine(
+                        limit: 1024, tooLong: HTTPParseError(status: 400, reason: "chunk size line too long"))
+                else { return continueIfAsked(head) }
+                let sizeText = line.prefix { $0 != UInt8(ascii: ";") }
+                guard !sizeText.isEmpty, sizeText.count <= 16, sizeText.allSatisfy(Self.isHexDigit),
+                    let size = Int(String(decoding: sizeText, as: UTF8.self), radix: 16)
+                else { throw HTTPParseError(status: 400, reason: "malformed chunk size") }
+                if size == 0 {
+                    state = .trailers(head, bytes: 0)
+                } else {
+                    guard head.request.body.count + size <= limits.maxBodyBytes else {
+                        throw HTTPParseError(status: 413, reason: "body larger than \(limits.maxBodyBytes) bytes")
+                    }
+                    state = .chunkData(head, remaining: size)
+                }
+            case .chunkData(var head, let remaining):
+                let available = min(remaining, bufferedByteCount)
+                guard available > 0 else { return continueIfAsked(head) }
+                head.request.body.append(contentsOf: buffer[position..<(position + available)])
+                position += available
+                state =
+                    available == remaining ? .chunkDataEnd(head) : .chunkData(head, remaining: remaining - available)
+            case .chunkDataEnd(let head):
+                guard bufferedByteCount >= 2 else { return .needMore }
+                guard buffer[position] == 0x0D, buffer[position + 1] == 0x0A else {
+                    throw HTTPParseError(status: 400, reason: "chunk data not followed by CRLF")
+                }
+                position += 2
+                state = .chunkSize(head)
+            case .trailers(let head, let bytes):
+                guard
+                    let line = try takeLine(
+                        limit: limits.maxHeaderBytes, tooLong: HTTPParseError(status: 431, reason: "trailers too large")
+                    )
+                else { return .needMore }
+                if line.isEmpty {
+                    state = .head
+                    compact()
+                    return .request(head.request)
+                }
+                guard bytes + line.count <= limits.maxHeaderBytes else {
+                    throw HTTPParseError(status: 431, reason: "trailers too large")
+                }
+                _ = try Self.parseField(line)
+                state = .trailers(head, bytes: bytes + line.count + 2)
+            }
+        }
+    }
+
+    private mutating func continueIfAsked(_ head: Head) -> HTTPParseEvent {
+        guard head.expectsContinue, !announcedContinue else { return .needMore }
+        announcedContinue = true
+        return .expectsContinue
+    }
+
+    private mutating func compact() {
+        if position > 64 * 1024 || position == buffer.count {
+            buffer.removeSubrange(0..<position)
+            scanned = max(0, scanned - position)
+            position = 0
+        }
+    }
+
+    /// Takes one CRLF-terminated line; a bare LF is an error.
+    private mutating func takeLine(limit: Int, tooLong: HTTPParseError) throws(HTTPParseError) -> ArraySlice<UInt8>? {
+        guard let newline = buffer[position...].firstIndex(of: 0x0A) else {
+            if bufferedByteCount > limit { throw tooLong }
+            return nil
+        }
+        guard newline > position, buffer[newline - 1] == 0x0D else {
+            throw HTTPParseError(status: 400, reason: "bare LF")
+        }
+        guard newline - position <= limit else { throw tooLong }
+        let line = buffer[position..<(newline - 1)]
+        position = newline + 1
+        return line
+    }
+
+    /// Parses the request line and header fields once the blank line has arrived.
+    private mutating func parseHead() throws(HTTPParseError) -> Head? {
+        // RFC 9112 §2.2: a server should ignore at least one empty line before the request line.
+        while bufferedByteCount >= 2, buffer[position] == 0x0D, buffer[position + 1] == 0x0A { position += 2 }
+        let from = max(position, scanned)
+        var end: Int?
+        var index = from
+        while index + 3 < buffer.count {
+            if buffer[index] == 0x0D, buffer[index + 1] == 0x0A, buffer[index + 2] == 0x0D, buffer[index + 3] == 0x0A {
+                end = index
+                break
+            }
+            index += 1
+        }
+        guard let end else {
+            scanned = max(position, buffer.count - 3)
+            if !buffer[position...].contains(0x0A) && bufferedByteCount > limits.maxRequestLineBytes {
+                throw HTTPParseError(
+                    status: 414, reason: "request line longer than \(limits.maxRequestLineBytes) bytes")
+            }
+            if bufferedByteCount > limits.maxHeaderBytes {
+                throw HTTPParseError(status: 431, reason: "header block larger than \(limits.maxHeaderBytes) bytes")
+            }
+            return nil
+        }
+        let block = buffer[position..<end]
+        position = end + 4
+        scanned = position
+        guard block.count <= limits.maxHeaderBytes else {
+            throw HTTPParseError(status: 431, reason: "header block larger than \(limits.maxHeaderBytes) bytes")
+        }
+
+        var lines: [ArraySlice<UInt8>] = []
+        var lineStart = block.startIndex
+        for offset in block.indices where block[offset] == 0x0A {
+            guard offset > lineStart, block[offset - 1] == 0x0D else {
+                throw HTTPParseError(status: 400, reason: "bare LF")
+            }
+            lines.append(block[lineStart..<(offset - 1)])
+            lineStart = offset + 1
+        }
+        lines.append(block[lineStart...])
+        if lines.contains(where: { $0.contains(0x0D) }) { throw HTTPParseError(status: 400, reason: "bare CR") }
+
+        let requestLine = lines[0]
+        guard requestLine.count <= limits.maxRequestLineBytes else {
+            throw HTTPParseError(status: 414, reason: "request line longer than \(limits.maxRequestLineBytes) bytes")
+        }
+        var request = try Self.parseRequestLine(requestLine)
+        guard lines.count - 1 <= limits.maxHeaderCount else {
+            throw HTTPParseError(status: 431, reason: "more than \(limits.maxHeaderCount) header fields")
+        }
+        for line in lines.dropFirst() {
+            if let first = line.first, first == 0x20 || first == 0x09 {
+                throw HTTPParseError(status: 400, reason: "folded header line")
+            }
+            request.headers.append(try Self.parseField(line))
+        }
+        return try frame(request)
+    }
+
+    /// Decides the body's framing and the connection's fate from the header fields.
+    private func frame(_ request: HTTPRequest) throws(HTTPParseError) -> Head {
+        var request = request
+        let hosts = request.headers.filter { Self.equalsIgnoringCase($0.name, "host") }
+        if request.version == .http11 && hosts.count != 1 {
+            throw HTTPParseError(status: 400, reason: hosts.isEmpty ? "missing Host" : "more than one Host")
+        }
+        let lengths = request.headers.filter { Self.equalsIgnoringCase($0.name, "content-length") }
+        let codings = request.headers.filter { Self.equalsIgnoringCase($0.name, "transfer-encoding") }
+        var chunked = false
+        var contentLength = 0
+        if !codings.isEmpty {
+            guard lengths.isEmpty else {
+                throw HTTPParseError(status: 400, reason: "both Transfer-Encoding and Content-Length")
+            }
+            guard request.version == .http11 else {
+                throw HTTPParseError(status: 400, reason: "Transfer-Encoding in HTTP/1.0")
+            }
+            guard codings.count == 1, Self.equalsIgnoringCase(codings[0].value, "chunked") else {
+                throw HTTPParseError(status: 400, reason: "unsupported transfer coding")
+            }
+            chunked = true
+        } else if !lengths.isEmpty {
+            guard lengths.count == 1 else { throw HTTPParseError(status: 400, reason: "more than one Content-Length") }
+            let text = lengths[0].value
+            guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+                let value = Int(text)
+            else { throw HTTPParseError(status: 400, reason: "malformed Content-Length") }
+            guard value <= limits.maxBodyBytes else {
+                throw HTTPParseError(status: 413, reason: "body larger than \(limits.maxBodyBytes) bytes")
+            }
+            contentLength = value
+        }
+        var expectsContinue = false
+        if let expect = request.header("expect") {
+            guard Self.equalsIgnoringCase(expect, "100-continue") else {
+                throw HTTPParseError(status: 417, reason: "unsupported expectation")
+            }
+            expectsContinue = request.version == .http11 && (chunked || contentLength > 0)
+        }
+        let connection = request.headers.filter { Self.equalsIgnoringCase($0.name, "connection") }
+            .flatMap { $0.value.split(separator: ",") }
+            .map { String($0).trimmingASCIIWhitespace().lowercased() }
+        request.keepAlive = request.version == .http11 && !connection.contains("close")
+        return Head(request: request, chunked: chunked, contentLength: contentLength, expectsContinue: expectsContinue)
+    }
+
+    private static func parseRequestLine(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPRequest {
+        let parts = line.split(separator: 0x20, omittingEmptySubsequences: false)
+        guard parts.count == 3, !parts[0].isEmpty, parts[0].allSatisfy(isTokenCharacter) else {
+            throw HTTPParseError(status: 400, reason: "malformed request line")
+        }
+        let version: HTTPVersion
+        switch String(decoding: parts[2], as: UTF8.self) {
+        case "HTTP/1.1": version = .http11
+        case "HTTP/1.0": version = .http10
+        case let other where other.hasPrefix("HTTP/") && other.count == 8:
+            throw HTTPParseError(status: 505, reason: "HTTP version not supported")
+        default: throw HTTPParseError(status: 400, reason: "malformed request line")
+        }
+        let target = parts[1]
+        guard let first = target.first, first == UInt8(ascii: "/") || (target.count == 1 && first == UInt8(ascii: "*")),
+            target.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+        else { throw HTTPParseError(status: 400, reason: "malformed request target") }
+        let query = target.firstIndex(of: UInt8(ascii: "?"))
+        return HTTPRequest(
+            method: String(decoding: parts[0], as: UTF8.self),
+            path: String(decoding: target[..<(query ?? target.endIndex)], as: UTF8.self),
+            query: query.map { String(decoding: target[($0 + 1)...], as: UTF8.self) },
+            version: version
+        )
+    }
+
+    private static func parseField(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> (name: String, value: String) {
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex,
+            line[..<colon].allSatisfy(isTokenCharacter)
+        else { throw HTTPParseError(status: 400, reason: "malformed header field") }
+        let value = line[(colon + 1)...]
+        guard value.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else {
+            throw HTTPParseError(status: 400, reason: "invalid character in header value")
+        }
+        return (
+            String(decoding: line[..<colon], as: UTF8.self),
+            String(decoding: value, as: UTF8.self).trimmingASCIIWhitespace()
+        )
+    }
+
+    static func isTokenCharacter(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
+        default: "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
+
+    static func isHexDigit(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x41...0x46).contains(byte) || (0x61...0x66).contains(byte)
+    }
+
+    static func equalsIgnoringCase(_ text: String, _ lowercase: String) -> Bool {
+        text.utf8.count == lowercase.utf8.count
+            && zip(text.utf8, lowercase.utf8).allSatisfy { ($0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0) == $1 }
+    }
+}
+
+extension String {
+    /// Without leading and trailing spaces and tabs (HTTP's optional white space).
+    func trimmingASCIIWhitespace() -> String {
+        let bytes = Array(utf8)
+        guard let first = bytes.firstIndex(where: { $0 != 0x20 && $0 != 0x09 }),
+            let last = bytes.lastIndex(where: { $0 != 0x20 && $0 != 0x09 })
+        else { return "" }
+        return String(decoding: bytes[first...last], as: UTF8.self)
+    }
+}
