@@ -226,6 +226,12 @@ package struct HTTPRequestParser {
             index += 1
         }
         guard let end else {
+            // A bare LF is refused as soon as it arrives, not when the (never coming) CRLFCRLF does.
+            for offset in from..<buffer.count where buffer[offset] == 0x0A {
+                if offset == position || buffer[offset - 1] != 0x0D {
+                    throw HTTPParseError(status: 400, reason: "bare LF")
+                }
+            }
             scanned = max(position, buffer.count - 3)
             if !buffer[position...].contains(0x0A) && bufferedByteCount > limits.maxRequestLineBytes {
                 throw HTTPParseError(

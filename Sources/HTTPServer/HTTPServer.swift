@@ -1,0 +1,88 @@
+internal import Foundation
+internal import Synchronization
+
+#if canImport(Glibc)
+    internal import Glibc
+#endif
+
+/// deliveryd's HTTP/1.1 server: epoll event loops on plain sockets, one per core, knowing nothing of
+/// orders. Handlers come from a `Router`.
+public final class HTTPServer: Sendable {
+    public let configuration: HTTPServerConfiguration
+    private let router: Router
+    private let accessLog: (@Sendable (AccessLogEntry) -> Void)?
+    private let mailboxes: [LoopMailbox]
+    private let listeners: [Int32]
+    private let openConnections = ConnectionCounter()
+    /// The address actually bound (the real port when asked for port 0).
+    public let boundAddress: ListenAddress
+
+    /// Binds one `SO_REUSEPORT` listener per event loop; serving starts with `start()`.
+    /// - Throws: `SystemError` naming the failed call (address in use, …).
+    public init(
+        configuration: HTTPServerConfiguration, router: Router, accessLog: (@Sendable (AccessLogEntry) -> Void)? = nil
+    ) throws(SystemError) {
+        signal(SIGPIPE, SIG_IGN)
+        _ = Posix.raiseOpenFileLimit(to: configuration.maxConnections + 1024)
+        var listeners: [Int32] = []
+        var address = configuration.address
+        do {
+            for _ in 0..<max(1, configuration.eventLoops) {
+                let fd = try Posix.listener(address, backlog: configuration.backlog)
+                listeners.append(fd)
+                address = ListenAddress(host: address.host, port: Posix.localPort(fd))
+            }
+            var mailboxes: [LoopMailbox] = []
+            for _ in listeners { mailboxes.append(try LoopMailbox()) }
+            self.mailboxes = mailboxes
+        } catch {
+            listeners.forEach(Posix.close)
+            throw error
+        }
+        self.listeners = listeners
+        self.boundAddress = address
+        self.configuration = configuration
+        self.router = router
+        self.accessLog = accessLog
+    }
+
+    /// Open client connections across all loops.
+    public var connectionCount: Int { openConnections.value.load(ordering: .relaxed) }
+
+    /// Starts one thread per event loop and returns.
+    /// - Throws: `SystemError` if a loop's epoll cannot be created.
+    public func start() throws(SystemError) {
+        for (listener, mailbox) in zip(listeners, mailboxes) {
+            let loop = try EventLoop(
+                listenerFD: listener, mailbox: mailbox, router: router, configuration: configuration,
+                openConnections: openConnections, accessLog: accessLog
+            )
+            let transfer = LoopTransfer(loop: loop)
+            let thread = Thread {
+                transfer.loop.run()
+                mailbox.finished.signal()
+            }
+            thread.name = "http-loop"
+            thread.start()
+        }
+    }
+
+    /// Stops gracefully: no new connections, idle ones closed, requests in flight answered (with
+    /// `Connection: close`), then returns; what is still open after the deadline is closed.
+    public func shutdown() {
+        for mailbox in mailboxes {
+            mailbox.stopRequested.store(true, ordering: .releasing)
+            mailbox.wake()
+        }
+        for mailbox in mailboxes { mailbox.finished.wait() }
+    }
+}
+
+/// Hands a freshly built loop to the thread that will own it.
+///
+/// - Note: `@unchecked Sendable` is sound: the loop is created, handed over once, and from then on
+///   used only by that thread; the creating thread keeps no reference.
+private final class LoopTransfer: @unchecked Sendable {
+    let loop: EventLoop
+    init(loop: EventLoop) { self.loop = loop }
+}

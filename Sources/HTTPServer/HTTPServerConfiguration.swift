@@ -1,0 +1,46 @@
+/// Everything the HTTP server can be tuned by; each value has a default fit for this service.
+public struct HTTPServerConfiguration: Sendable {
+    public var address: ListenAddress
+    /// Event loop threads, each with its own epoll and `SO_REUSEPORT` listener; one per core.
+    public var eventLoops: Int
+    public var backlog: Int32
+    public var limits: HTTPLimits
+    /// Seconds a client may take to send a whole request once it started (slowloris).
+    public var requestTimeout: Double
+    /// Seconds an idle keep-alive connection is kept.
+    public var idleTimeout: Double
+    /// Seconds a response may wait for a client that does not read.
+    public var writeTimeout: Double
+    /// Open connections at most; past it new ones are closed at once.
+    public var maxConnections: Int
+    /// Seconds a graceful shutdown waits for in-flight requests before closing what is left.
+    public var shutdownDeadline: Double
+
+    /// Defaults: 127.0.0.1:8080, 2 loops, backlog 1024, `HTTPLimits()`, 10 s to send a request, 60 s
+    /// idle, 30 s write, 20,000 connections, 10 s shutdown deadline.
+    public init(
+        address: ListenAddress = ListenAddress(host: "127.0.0.1", port: 8080), eventLoops: Int = 2,
+        backlog: Int32 = 1024, limits: HTTPLimits = HTTPLimits(), requestTimeout: Double = 10, idleTimeout: Double = 60,
+        writeTimeout: Double = 30, maxConnections: Int = 20_000, shutdownDeadline: Double = 10
+    ) {
+        self.address = address
+        self.eventLoops = eventLoops
+        self.backlog = backlog
+        self.limits = limits
+        self.requestTimeout = requestTimeout
+        self.idleTimeout = idleTimeout
+        self.writeTimeout = writeTimeout
+        self.maxConnections = maxConnections
+        self.shutdownDeadline = shutdownDeadline
+    }
+}
+
+/// One answered request, for the access log. Holds no header values, query strings or bodies,
+/// so no credential or private field can reach a log through it.
+public struct AccessLogEntry: Sendable {
+    public let method: String
+    public let path: String
+    public let status: Int
+    public let bytes: Int
+    public let durationSeconds: Double
+}

@@ -1,0 +1,95 @@
+internal import CLinuxShim
+
+#if canImport(Glibc)
+    internal import Glibc
+#endif
+
+/// The socket calls of the server, each through one errno funnel: `EINTR` is retried, `EAGAIN`
+/// becomes `nil` (would block), anything else is a thrown `SystemError`. `EBADF` and `EFAULT` can only
+/// mean a bug of ours, so they trap.
+enum Posix {
+    @inline(__always)
+    static func call(_ function: String, _ body: () -> Int) throws(SystemError) -> Int? {
+        while true {
+            let result = body()
+            if result >= 0 { return result }
+            let code = errno
+            switch code {
+            case EINTR: continue
+            case EAGAIN: return nil
+            case EBADF, EFAULT: preconditionFailure("\(function) failed with errno \(code): a descriptor or buffer bug")
+            default: throw SystemError(function: function, errno: code)
+            }
+        }
+    }
+
+    static func read(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int? {
+        try call("read") { Glibc.read(fd, buffer.baseAddress, buffer.count) }
+    }
+
+    static func write(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(SystemError) -> Int? {
+        try call("send") { Glibc.send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    static func accept(_ fd: Int32) throws(SystemError) -> Int32? {
+        try call("accept4") {
+            Int(clinux_accept4(fd, nil, nil, Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue)))
+        }.map { Int32($0) }
+    }
+
+    /// Closes a descriptor; never retried (on Linux the descriptor is gone even after `EINTR`).
+    static func close(_ fd: Int32) {
+        _ = Glibc.close(fd)
+    }
+
+    /// A non-blocking TCP listener bound to `address`, with `SO_REUSEPORT` so each loop can have its own.
+    static func listener(_ address: ListenAddress, backlog: Int32) throws(SystemError) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw SystemError(function: "socket", errno: errno) }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, socklen_t(MemoryLayout<Int32>.size))
+        var socketAddress = sockaddr_in()
+        socketAddress.sin_family = sa_family_t(AF_INET)
+        socketAddress.sin_port = address.port.bigEndian
+        inet_pton(AF_INET, address.host, &socketAddress.sin_addr)
+        let bound = withUnsafePointer(to: &socketAddress) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0, listen(fd, backlog) == 0 else {
+            let error = SystemError(function: bound == 0 ? "listen" : "bind", errno: errno)
+            close(fd)
+            throw error
+        }
+        return fd
+    }
+
+    static func localPort(_ fd: Int32) -> UInt16 {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return UInt16(bigEndian: address.sin_port)
+    }
+
+    /// Raises the soft open-file limit towards `wanted` (bounded by the hard limit); returns the new soft limit.
+    static func raiseOpenFileLimit(to wanted: Int) -> Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 0 }
+        let target = min(rlim_t(wanted), limit.rlim_max)
+        if limit.rlim_cur < target {
+            limit.rlim_cur = target
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+        return Int(limit.rlim_cur)
+    }
+
+    static func monotonicNanoseconds() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
+}

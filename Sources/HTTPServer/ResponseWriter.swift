@@ -1,0 +1,52 @@
+internal import Foundation
+
+/// Serialises responses: status line, `Date`, `Content-Length`, `Connection`, the handler's headers.
+enum ResponseWriter {
+    static func append(
+        _ response: HTTPResponse, to output: inout [UInt8], date: [UInt8], keepAlive: Bool, includeBody: Bool
+    ) {
+        output.append(contentsOf: "HTTP/1.1 \(response.status) \(reasonPhrase(response.status))\r\nDate: ".utf8)
+        output.append(contentsOf: date)
+        output.append(contentsOf: "\r\nContent-Length: \(response.body.count)\r\n".utf8)
+        if !keepAlive { output.append(contentsOf: "Connection: close\r\n".utf8) }
+        for (name, value) in response.headers {
+            output.append(contentsOf: name.utf8)
+            output.append(contentsOf: ": ".utf8)
+            output.append(contentsOf: value.utf8)
+            output.append(contentsOf: "\r\n".utf8)
+        }
+        output.append(contentsOf: "\r\n".utf8)
+        if includeBody { output.append(contentsOf: response.body) }
+    }
+
+    /// An error answer in the service's JSON shape.
+    static func error(_ status: Int, code: String, message: String, extraHeaders: [(String, String)] = [])
+        -> HTTPResponse
+    {
+        let body = #"{"error":{"code":"\#(code)","message":"\#(message)"}}"#
+        return HTTPResponse(
+            status: status, headers: [("Content-Type", "application/json")] + extraHeaders, body: Array(body.utf8)
+        )
+    }
+
+    static func errorCode(for status: Int) -> String {
+        switch status {
+        case 408: "request_timeout"
+        case 413: "payload_too_large"
+        case 414: "uri_too_long"
+        case 417: "expectation_failed"
+        case 431: "headers_too_large"
+        case 505: "http_version_not_supported"
+        default: "bad_request"
+        }
+    }
+
+    /// The IMF-fixdate of `seconds` since 1970 (`Tue, 01 Dec 2026 10:00:00 GMT`).
+    static func httpDate(_ seconds: Int) -> [UInt8] {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return Array(formatter.string(from: Date(timeIntervalSince1970: Double(seconds))).utf8)
+    }
+}

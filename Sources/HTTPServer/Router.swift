@@ -1,0 +1,87 @@
+/// Maps a method and path to a handler, with `{name}` segments as path parameters.
+///
+/// ```swift
+/// var router = Router()
+/// router.add("GET", "/v1/orders/{id}") { request in … request.pathParameters["id"] … }
+/// ```
+public struct Router: Sendable {
+    public typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse
+
+    /// Where a handler runs. `inline` handlers run on the event loop and must not block (health
+    /// checks, answers from memory); `pool` handlers run on a worker thread, so a slow one (a disk
+    /// write) never stalls other connections.
+    public enum Execution: Sendable {
+        case inline
+        case pool
+    }
+
+    /// The outcome of a lookup.
+    public enum Resolution: Sendable {
+        case found(Handler, parameters: [String: String], execution: Execution)
+        case notFound
+        case methodNotAllowed(allow: [String])
+    }
+
+    private struct Route: Sendable {
+        let method: String
+        let pattern: String
+        let segments: [Segment]
+        let execution: Execution
+        let handler: Handler
+    }
+
+    private enum Segment: Sendable, Hashable {
+        case literal(String)
+        case parameter(String)
+    }
+
+    private var routes: [Route] = []
+
+    public init() {}
+
+    /// Registers a handler; `HEAD` is answered by the `GET` handler without its body.
+    public mutating func add(
+        _ method: String, _ pattern: String, execution: Execution = .pool, _ handler: @escaping Handler
+    ) {
+        let segments = pattern.split(separator: "/").map { part -> Segment in
+            part.hasPrefix("{") && part.hasSuffix("}")
+                ? .parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
+        }
+        routes.append(
+            Route(method: method, pattern: pattern, segments: segments, execution: execution, handler: handler))
+    }
+
+    /// Every registered `(method, pattern)`, for documentation checks.
+    public var registeredRoutes: [(method: String, pattern: String)] { routes.map { ($0.method, $0.pattern) } }
+
+    /// Finds the handler for a request; `405` lists the methods the path does allow.
+    public func resolve(method: String, path: String) -> Resolution {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        let pathSegments = parts.last == "" && parts.count > 1 ? Array(parts.dropLast()) : Array(parts)
+        var allowed: [String] = []
+        for route in routes {
+            guard let parameters = Self.match(route.segments, pathSegments) else { continue }
+            if route.method == method || (method == "HEAD" && route.method == "GET") {
+                return .found(route.handler, parameters: parameters, execution: route.execution)
+            }
+            allowed.append(route.method)
+            if route.method == "GET" { allowed.append("HEAD") }
+        }
+        return allowed.isEmpty ? .notFound : .methodNotAllowed(allow: Array(Set(allowed)).sorted())
+    }
+
+    private static func match(_ segments: [Segment], _ path: [Substring]) -> [String: String]? {
+        if segments.isEmpty { return path == [""] || path.isEmpty ? [:] : nil }
+        guard segments.count == path.count else { return nil }
+        var parameters: [String: String] = [:]
+        for (segment, part) in zip(segments, path) {
+            switch segment {
+            case .literal(let text): guard part == text else { return nil }
+            case .parameter(let name):
+                guard !part.isEmpty else { return nil }
+                parameters[name] = String(part)
+            }
+        }
+        return parameters
+    }
+}

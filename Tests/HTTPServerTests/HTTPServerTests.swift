@@ -1,0 +1,233 @@
+import Foundation
+import Glibc
+import HTTPServer
+import Synchronization
+import Testing
+
+/// A server on a free port with a few routes, and what it logged.
+final class TestServer: Sendable {
+    /// The access log lines the server wrote.
+    final class Log: Sendable {
+        let entries = Mutex<[AccessLogEntry]>([])
+    }
+
+    let server: HTTPServer
+    let log = Log()
+
+    init(
+        _ configuration: HTTPServerConfiguration = HTTPServerConfiguration(
+            address: ListenAddress(host: "127.0.0.1", port: 0))
+    )
+        throws
+    {
+        var router = Router()
+        router.add("GET", "/healthz", execution: .inline) { _ in
+            HTTPResponse(
+                status: 200, headers: [("Content-Type", "application/json")], body: Array(#"{"status":"ok"}"#.utf8))
+        }
+        router.add("GET", "/v1/orders/{id}") { request in
+            HTTPResponse(status: 200, body: Array("order \(request.pathParameters["id"] ?? "?")".utf8))
+        }
+        router.add("POST", "/echo") { request in HTTPResponse(status: 200, body: request.body) }
+        router.add("GET", "/slow") { _ in
+            usleep(600_000)
+            return HTTPResponse(status: 200, body: Array("slow".utf8))
+        }
+        let log = self.log
+        server = try HTTPServer(configuration: configuration, router: router) { entry in
+            log.entries.withLock { $0.append(entry) }
+        }
+        try server.start()
+    }
+
+    var port: UInt16 { server.boundAddress.port }
+
+    /// A fresh connection still gets a normal answer.
+    func stillServes() throws -> Bool {
+        let connection = try RawConnection(port: port)
+        connection.send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+        return connection.readResponse()?.status == 200
+    }
+}
+
+@Suite("HTTP server over real sockets", .serialized)
+struct ServerSocketTests {
+    /// Keep-alive by default: several requests on one connection, each with Date and Content-Length.
+    @Test func keepAliveAndFraming() throws {
+        let test = try TestServer()
+        defer { test.server.shutdown() }
+        let connection = try RawConnection(port: test.port)
+        for id in ["o-1", "o-2"] {
+            connection.send("GET /v1/orders/\(id) HTTP/1.1\r\nHost: t\r\n\r\n")
+            let response = try #require(connection.readResponse())
+            #expect(response.status == 200)
+            #expect(response.body == "order \(id)")
+            #expect(response.headers["date"]?.hasSuffix("GMT") == true)
+            #expect(response.headers["connection"] == nil)
+        }
+    }
+
+    /// Pipelined requests are answered in order, even when the first one is slow.
+    @Test func pipeliningInOrder() throws {
+        let test = try TestServer()
+        defer { test.server.shutdown() }
+        let connection = try RawConnection(port: test.port)
+        connection.send(
+            "GET /slow HTTP/1.1\r\nHost: t\r\n\r\nGET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"
+                + "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc"
+        )
+        #expect(connection.readResponse()?.body == "slow")
+        #expect(connection.readResponse()?.body == #"{"status":"ok"}"#)
+        #expect(connection.readResponse()?.body == "abc")
+    }
+
+    /// `Connection: close` and HTTP/1.0 get one answer with `Connection: close`, then the server closes.
+    @Test(arguments: ["GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", "GET /healthz HTTP/1.0\r\n\r\n"])
+    func connectionClose(request: String) throws {
+        let test = try TestServer()
+        defer { test.server.shutdown() }
+        let connection = try RawConnection(port: test.port)
+        connection.send(request)
+        let response = try #require(connection.readResponse())
+        #expect(response.status == 200)
+        #expect(response.headers["connection"] == "close")
+        #expect(connection.isClosedByPeer())
+    }
+
+    /// HEAD answers like GET without a body; chunked bodies and `Expect: 100-continue` work.
+    @Test func headChunkedAndContinue() throws {
+        let test = try TestServer()
+        defer { test.server.shutdown() }
+        let connection = try RawConnection(port: test.port)
+        connection.send("HEAD /v1/orders/o-9 HTTP/1.1\r\nHost: t\r\n\r\n")
+        let head = try #require(connection.readResponse(headRequest: true))
+        #expect(head.status == 200)
+        #expect(head.headers["content-length"] == "9")
+        connection.send(
+            "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n1\r\n!\r\n0\r\n\r\n")
+        #expect(connection.readResponse()?.body == "hi!")
+        connection.send("POST /echo HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n")
+        #expect(connection.readResponse()?.status == 100)
+        connection.send("body")
+        #expect(connection.readResponse()?.body == "body")
+    }
+
+    /// Unknown paths are 404, known paths with another method 405 with `Allow`, both in the JSON error shape.
+    @Test func notFoundAndMethodNotAllowed() throws {
+        let test = try TestServer()
+        defer { test.server.shutdown() }
+        let connection = try RawConnection(port: test.port)
+        connection.send("GET /nope HTTP/1.1\r\nHost: t\r\n\r\n")
+        let missing = try #require(connection.readResponse())
+        #expect(missing.status == 404)
+        #expect(missing.body.contains(#""code":"not_found""#))
+        connection.send("DELETE /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+        let wrong = try #require(connection.readResponse())
+        #expect(wrong.status == 405)
+        #expect(wrong.headers["allow"] == "GET, HEAD")
+    }
+
+    /// Hostile input gets its status and a closed connection; afterwards a new connection works.
+    @Test(arguments: [
+        ("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
+        ("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd", 400),
+        ("GET /healthz HTTP/1.1\r\nHost: t\r\nX: a\u{0}b\r\n\r\n", 400),
+        ("GET /healthz HTTP/1.1\nHost: t\n\n", 400),
+        ("GET /" + String(repeating: "x", count: 9000) + " HTTP/1.1\r\nHost: t\r\n\r\n", 414),
+        ("GET /healthz HTTP/1.1\r\nHost: t\r\nX: " + String(repeating: "y", count: 20000) + "\r\n\r\n", 431),
+        (
+            "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5000000\r\n\r\n"
+                + String(repeating: "z", count: 100_000), 413
+        ),
+    ])
+    func hostileInput(request: String, status: Int) throws {
+        let test = try TestServer()
+        defer { test.server.shutdown() }
+        let connection = try RawConnection(port: test.port)
+        connection.send(request)
+        let response = try #require(connection.readResponse())
+        #expect(response.status == status)
+        #expect(response.headers["connection"] == "close")
+        #expect(connection.isClosedByPeer())
+        #expect(try test.stillServes())
+    }
+
+    /// A client that sends its head too slowly (slowloris) gets 408 and is closed.
+    @Test func slowClientTimesOut() throws {
+        var configuration = HTTPServerConfiguration(address: ListenAddress(host: "127.0.0.1", port: 0))
+        configuration.requestTimeout = 0.5
+        let test = try TestServer(configuration)
+        defer { test.server.shutdown() }
+        let connection = try RawConnection(port: test.port)
+        connection.send("GET /healthz HTTP/1.1\r\nHost: t\r\nX-Slow: ")
+        let started = Date()
+        let response = try #require(connection.readResponse())
+        #expect(response.status == 408)
+        #expect(Date().timeIntervalSince(started) < 3)
+        #expect(connection.isClosedByPeer())
+    }
+
+    /// An idle keep-alive connection is closed after the idle timeout.
+    @Test func idleConnectionCloses() throws {
+        var configuration = HTTPServerConfiguration(address: ListenAddress(host: "127.0.0.1", port: 0))
+        configuration.idleTimeout = 0.5
+        let test = try TestServer(configuration)
+        defer { test.server.shutdown() }
+        let connection = try RawConnection(port: test.port)
+        connection.send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(connection.readResponse()?.status == 200)
+        #expect(connection.isClosedByPeer())
+    }
+
+    /// A client that disconnects mid-body does no harm; a slow handler does not stall other clients.
+    @Test func disconnectAndSlowHandler() throws {
+        let test = try TestServer()
+        defer { test.server.shutdown() }
+        do {
+            let leaving = try RawConnection(port: test.port)
+            leaving.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nonly part")
+        }
+        let slow = try RawConnection(port: test.port)
+        slow.send("GET /slow HTTP/1.1\r\nHost: t\r\n\r\n")
+        usleep(50_000)
+        let started = Date()
+        #expect(try test.stillServes())
+        #expect(Date().timeIntervalSince(started) < 0.4)
+        #expect(slow.readResponse()?.body == "slow")
+    }
+
+    /// Shutdown lets a request in flight finish (with `Connection: close`) and then refuses connections.
+    @Test func gracefulShutdown() throws {
+        let test = try TestServer()
+        let connection = try RawConnection(port: test.port)
+        connection.send("GET /slow HTTP/1.1\r\nHost: t\r\n\r\n")
+        usleep(100_000)
+        let idle = try RawConnection(port: test.port)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            test.server.shutdown()
+            done.signal()
+        }
+        let response = try #require(connection.readResponse())
+        #expect(response.body == "slow")
+        #expect(response.headers["connection"] == "close")
+        #expect(idle.isClosedByPeer())
+        #expect(done.wait(timeout: .now() + 5) == .success)
+        #expect(throws: (any Error).self) { try RawConnection(port: test.port) }
+    }
+
+    /// The access log has method, path, status, bytes and duration, and no header values or query strings.
+    @Test func accessLogHasNoSecrets() throws {
+        let test = try TestServer()
+        let connection = try RawConnection(port: test.port)
+        connection.send(
+            "GET /v1/orders/o-1?token=secret-query HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer secret-key\r\n\r\n")
+        #expect(connection.readResponse()?.status == 200)
+        test.server.shutdown()
+        let entries = test.log.entries.withLock { $0 }
+        try #require(entries.count == 1)
+        #expect(entries[0].method == "GET" && entries[0].path == "/v1/orders/o-1" && entries[0].status == 200)
+        #expect(entries[0].bytes > 0)
+        #expect(!"\(entries[0])".contains("secret"))
+    }
+}
