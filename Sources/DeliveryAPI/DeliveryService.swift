@@ -1,21 +1,29 @@
 public import HTTPServer
+public import Storage
 
-/// The HTTP face of deliveryd: turns requests into answers.
+/// The HTTP face of deliveryd: the routes and what they answer.
 public struct DeliveryService: Sendable {
-    public init() {}
+    private let store: any DeliveryStore
 
-    /// Answers one request.
-    public func handle(_ request: HTTPRequest) -> HTTPResponse {
-        switch request.path {
-        case "/healthz":
-            guard request.method == "GET" || request.method == "HEAD" else {
-                var response = APIError.methodNotAllowed().response
-                response.headers.append(("Allow", "GET, HEAD"))
-                return response
-            }
-            return .json(200, Array(#"{"status":"ok"}"#.utf8))
-        default:
-            return APIError.notFound().response
+    public init(store: any DeliveryStore) {
+        self.store = store
+    }
+
+    /// Every route of the service.
+    public func router() -> Router {
+        var router = Router()
+        router.add("GET", "/healthz", execution: .inline) { _ in
+            .json(200, Array(#"{"status":"ok"}"#.utf8))
         }
+        let store = self.store
+        router.add("GET", "/readyz") { _ in
+            do {
+                _ = try store.outboxDepth()
+                return .json(200, Array(#"{"status":"ready"}"#.utf8))
+            } catch {
+                return APIError(status: 503, code: "not_ready", message: "the database cannot be read").response
+            }
+        }
+        return router
     }
 }

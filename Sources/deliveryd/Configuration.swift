@@ -17,6 +17,7 @@ struct Configuration: Sendable {
     var dismissalDelaySeconds = 900
     var dateEncoding = "reference"
     var synchronous = "full"
+    var accessLog = true
 
     /// One setting: its flag, its environment variable, its help line, and how to apply a value.
     struct Setting: Sendable {
@@ -134,6 +135,16 @@ struct Configuration: Sendable {
                 }
                 config.synchronous = value
             }, current: { $0.synchronous }
+        ),
+        Setting(
+            flag: "--access-log", environment: "DELIVERYD_ACCESS_LOG", placeholder: "on|off",
+            help: "one JSON line per request on standard error (default on)", isSecret: false,
+            apply: { config, value throws(ConfigurationError) in
+                guard value == "on" || value == "off" else {
+                    throw .invalid("--access-log", value, "expected on or off")
+                }
+                config.accessLog = value == "on"
+            }, current: { $0.accessLog ? "on" : "off" }
         ),
     ]
 

@@ -95,24 +95,30 @@ checkpointTimer.setEventHandler {
 }
 checkpointTimer.resume()
 
-let service = DeliveryService()
-let listener: BasicHTTPListener
+let service = DeliveryService(store: storage)
+let server: HTTPServer
 do {
-    listener = try BasicHTTPListener(address: configuration.listen) { request in service.handle(request) }
+    server = try HTTPServer(
+        configuration: HTTPServerConfiguration(address: configuration.listen),
+        router: service.router(),
+        accessLog: configuration.accessLog ? AccessLogWriter.write : nil
+    )
 } catch {
     printError("deliveryd: cannot listen on \(configuration.listen): \(error)")
     exit(1)
 }
 
-signal(SIGPIPE, SIG_IGN)
 signal(SIGTERM, SIG_IGN)
 signal(SIGINT, SIG_IGN)
 let stopSignals = [SIGTERM, SIGINT].map { DispatchSource.makeSignalSource(signal: $0, queue: .main) }
 for source in stopSignals {
     source.setEventHandler {
-        listener.stop()
-        printError("deliveryd: stopped")
-        exit(0)
+        printError("deliveryd: stopping: finishing requests in flight")
+        DispatchQueue.global().async {
+            server.shutdown()
+            printError("deliveryd: stopped")
+            exit(0)
+        }
     }
     source.resume()
 }
@@ -122,6 +128,11 @@ for (name, value) in configuration.summary {
 }
 printError("deliveryd: database \(storage.path) (journal \(storage.journalMode))")
 printError("deliveryd: libcurl \(CurlLibrary.current.version) with HTTP/2, \(CurlLibrary.current.sslVersion)")
-listener.start()
-printError("deliveryd: listening on http://\(listener.boundAddress)")
+do {
+    try server.start()
+} catch {
+    printError("deliveryd: cannot start the HTTP server: \(error)")
+    exit(1)
+}
+printError("deliveryd: listening on http://\(server.boundAddress)")
 dispatchMain()

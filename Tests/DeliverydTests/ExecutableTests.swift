@@ -34,7 +34,8 @@ struct ExecutableTests {
         #expect(errors.contains(named))
     }
 
-    /// The real binary starts, creates its database, answers `GET /healthz` and stops on SIGTERM.
+    /// The real binary starts, creates its database, answers `GET /healthz`, logs the request without
+    /// its credentials or query, and stops on SIGTERM.
     @Test func servesHealthz() async throws {
         let server = try DeliverydProcess()
         var body: String?
@@ -48,7 +49,11 @@ struct ExecutableTests {
         let response = try #require(body)
         #expect(response.hasPrefix("HTTP/1.1 200 OK\r\n"))
         #expect(response.hasSuffix("\r\n\r\n{\"status\":\"ok\"}"))
-        #expect(server.standardError().contains("listening on http://127.0.0.1:\(server.port)"))
+        #expect(response.contains("Content-Type: application/json\r\n"))
+        let log = server.standardError()
+        #expect(log.contains("listening on http://127.0.0.1:\(server.port)"))
+        #expect(log.contains(#""url.path":"/healthz","http.response.status_code":200"#))
+        #expect(!log.contains("secret"))
     }
 
     private func fetch(port: UInt16, path: String) throws -> String {
@@ -64,7 +69,10 @@ struct ExecutableTests {
             }
         }
         guard connected == 0 else { throw NotListening() }
-        let request = Array("GET \(path) HTTP/1.1\r\nHost: test\r\n\r\n".utf8)
+        let request = Array(
+            "GET \(path)?q=secret-query HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer secret-key\r\nConnection: close\r\n\r\n"
+                .utf8
+        )
         _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         var response: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
