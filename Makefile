@@ -10,7 +10,7 @@ export PATH := $(if $(wildcard /opt/swift/usr/bin),/opt/swift/usr/bin:,)$(PATH)
 APT_PACKAGES := libsqlite3-dev libcurl4-openssl-dev libssl-dev pkg-config ca-certificates
 SWIFT_FORMAT_PATHS := Sources Tests bench Package.swift
 
-.PHONY: help deps build run test lint format clean bench bench-projection bench-storage
+.PHONY: help deps build run test lint format clean bench bench-http bench-projection bench-storage
 
 help:
 	@echo "make run    build (release) and run deliveryd on 127.0.0.1:8080 with data in ./var"
@@ -48,7 +48,11 @@ test: deps lint
 	swift build --build-tests
 	swift test --skip-build
 
-bench: bench-projection bench-storage
+bench: bench-http bench-projection bench-storage
+
+## deliveryd against nginx with wrk, and 10,000 idle keep-alive connections.
+bench-http: deps
+	bash bench/http.sh
 
 ## Payloads built per second on one core (pinned with taskset when available).
 bench-projection: deps

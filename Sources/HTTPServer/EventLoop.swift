@@ -230,6 +230,9 @@ final class EventLoop {
             connection.lastActivity = now
             readBuffer.withUnsafeBytes { connection.parser.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
             total += count
+            // A short read means the socket is drained; epoll is level-triggered, so reading again
+            // only to hear EAGAIN would cost a system call per request.
+            if count < readBuffer.count { break }
         }
         process(connection, now: now)
     }

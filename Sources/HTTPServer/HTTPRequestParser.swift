@@ -249,60 +249,107 @@ package struct HTTPRequestParser {
             throw HTTPParseError(status: 431, reason: "header block larger than \(limits.maxHeaderBytes) bytes")
         }
 
-        var lines: [ArraySlice<UInt8>] = []
+        // One pass over the lines: the request line, then each field, noting what framing needs.
+        var framing = Framing()
+        var request: HTTPRequest?
         var lineStart = block.startIndex
-        for offset in block.indices where block[offset] == 0x0A {
-            guard offset > lineStart, block[offset - 1] == 0x0D else {
-                throw HTTPParseError(status: 400, reason: "bare LF")
+        var fieldCount = 0
+        var offset = block.startIndex
+        while offset <= block.endIndex {
+            guard offset == block.endIndex || block[offset] == 0x0A else {
+                if block[offset] == 0x0D, offset + 1 < block.endIndex, block[offset + 1] != 0x0A {
+                    throw HTTPParseError(status: 400, reason: "bare CR")
+                }
+                offset += 1
+                continue
             }
-            lines.append(block[lineStart..<(offset - 1)])
+            let lineEnd: Int
+            if offset == block.endIndex {
+                lineEnd = offset
+            } else {
+                guard offset > lineStart, block[offset - 1] == 0x0D else {
+                    throw HTTPParseError(status: 400, reason: "bare LF")
+                }
+                lineEnd = offset - 1
+            }
+            let line = block[lineStart..<lineEnd]
+            if request == nil {
+                guard line.count <= limits.maxRequestLineBytes else {
+                    throw HTTPParseError(
+                        status: 414, reason: "request line longer than \(limits.maxRequestLineBytes) bytes")
+                }
+                request = try Self.parseRequestLine(line)
+            } else {
+                fieldCount += 1
+                guard fieldCount <= limits.maxHeaderCount else {
+                    throw HTTPParseError(status: 431, reason: "more than \(limits.maxHeaderCount) header fields")
+                }
+                if let first = line.first, first == 0x20 || first == 0x09 {
+                    throw HTTPParseError(status: 400, reason: "folded header line")
+                }
+                let field = try Self.parseField(line)
+                framing.note(field)
+                request!.headers.append(field)
+            }
             lineStart = offset + 1
+            offset += 1
         }
-        lines.append(block[lineStart...])
-        if lines.contains(where: { $0.contains(0x0D) }) { throw HTTPParseError(status: 400, reason: "bare CR") }
+        guard let request else { throw HTTPParseError(status: 400, reason: "malformed request line") }
+        return try frame(request, framing)
+    }
 
-        let requestLine = lines[0]
-        guard requestLine.count <= limits.maxRequestLineBytes else {
-            throw HTTPParseError(status: 414, reason: "request line longer than \(limits.maxRequestLineBytes) bytes")
-        }
-        var request = try Self.parseRequestLine(requestLine)
-        guard lines.count - 1 <= limits.maxHeaderCount else {
-            throw HTTPParseError(status: 431, reason: "more than \(limits.maxHeaderCount) header fields")
-        }
-        for line in lines.dropFirst() {
-            if let first = line.first, first == 0x20 || first == 0x09 {
-                throw HTTPParseError(status: 400, reason: "folded header line")
+    /// The header fields that decide framing and the connection's fate, gathered while parsing.
+    private struct Framing {
+        var hosts = 0
+        var contentLengths: [String] = []
+        var transferCodings: [String] = []
+        var connectionClose = false
+        var expect: String?
+
+        mutating func note(_ field: (name: String, value: String)) {
+            let name = field.name.utf8
+            switch name.count {
+            case 4 where HTTPRequestParser.equalsIgnoringCase(field.name, "host"): hosts += 1
+            case 6 where HTTPRequestParser.equalsIgnoringCase(field.name, "expect"): expect = field.value
+            case 10 where HTTPRequestParser.equalsIgnoringCase(field.name, "connection"):
+                for token in field.value.split(separator: ",")
+                where HTTPRequestParser.equalsIgnoringCase(String(token).trimmingASCIIWhitespace(), "close") {
+                    connectionClose = true
+                }
+            case 14 where HTTPRequestParser.equalsIgnoringCase(field.name, "content-length"):
+                contentLengths.append(field.value)
+            case 17 where HTTPRequestParser.equalsIgnoringCase(field.name, "transfer-encoding"):
+                transferCodings.append(field.value)
+            default: break
             }
-            request.headers.append(try Self.parseField(line))
         }
-        return try frame(request)
     }
 
     /// Decides the body's framing and the connection's fate from the header fields.
-    private func frame(_ request: HTTPRequest) throws(HTTPParseError) -> Head {
+    private func frame(_ request: HTTPRequest, _ framing: Framing) throws(HTTPParseError) -> Head {
         var request = request
-        let hosts = request.headers.filter { Self.equalsIgnoringCase($0.name, "host") }
-        if request.version == .http11 && hosts.count != 1 {
-            throw HTTPParseError(status: 400, reason: hosts.isEmpty ? "missing Host" : "more than one Host")
+        if request.version == .http11 && framing.hosts != 1 {
+            throw HTTPParseError(status: 400, reason: framing.hosts == 0 ? "missing Host" : "more than one Host")
         }
-        let lengths = request.headers.filter { Self.equalsIgnoringCase($0.name, "content-length") }
-        let codings = request.headers.filter { Self.equalsIgnoringCase($0.name, "transfer-encoding") }
         var chunked = false
         var contentLength = 0
-        if !codings.isEmpty {
-            guard lengths.isEmpty else {
+        if !framing.transferCodings.isEmpty {
+            guard framing.contentLengths.isEmpty else {
                 throw HTTPParseError(status: 400, reason: "both Transfer-Encoding and Content-Length")
             }
             guard request.version == .http11 else {
                 throw HTTPParseError(status: 400, reason: "Transfer-Encoding in HTTP/1.0")
             }
-            guard codings.count == 1, Self.equalsIgnoringCase(codings[0].value, "chunked") else {
+            guard framing.transferCodings.count == 1, Self.equalsIgnoringCase(framing.transferCodings[0], "chunked")
+            else {
                 throw HTTPParseError(status: 400, reason: "unsupported transfer coding")
             }
             chunked = true
-        } else if !lengths.isEmpty {
-            guard lengths.count == 1 else { throw HTTPParseError(status: 400, reason: "more than one Content-Length") }
-            let text = lengths[0].value
+        } else if !framing.contentLengths.isEmpty {
+            guard framing.contentLengths.count == 1 else {
+                throw HTTPParseError(status: 400, reason: "more than one Content-Length")
+            }
+            let text = framing.contentLengths[0]
             guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
                 let value = Int(text)
             else { throw HTTPParseError(status: 400, reason: "malformed Content-Length") }
@@ -312,16 +359,13 @@ package struct HTTPRequestParser {
             contentLength = value
         }
         var expectsContinue = false
-        if let expect = request.header("expect") {
+        if let expect = framing.expect {
             guard Self.equalsIgnoringCase(expect, "100-continue") else {
                 throw HTTPParseError(status: 417, reason: "unsupported expectation")
             }
             expectsContinue = request.version == .http11 && (chunked || contentLength > 0)
         }
-        let connection = request.headers.filter { Self.equalsIgnoringCase($0.name, "connection") }
-            .flatMap { $0.value.split(separator: ",") }
-            .map { String($0).trimmingASCIIWhitespace().lowercased() }
-        request.keepAlive = request.version == .http11 && !connection.contains("close")
+        request.keepAlive = request.version == .http11 && !framing.connectionClose
         return Head(request: request, chunked: chunked, contentLength: contentLength, expectsContinue: expectsContinue)
     }
 

@@ -5,10 +5,17 @@ enum ResponseWriter {
     static func append(
         _ response: HTTPResponse, to output: inout [UInt8], date: [UInt8], keepAlive: Bool, includeBody: Bool
     ) {
-        output.append(contentsOf: "HTTP/1.1 \(response.status) \(reasonPhrase(response.status))\r\nDate: ".utf8)
+        if response.status == 200 {
+            output.append(contentsOf: okStatusLine)
+        } else {
+            output.append(contentsOf: "HTTP/1.1 \(response.status) \(reasonPhrase(response.status))\r\n".utf8)
+        }
+        output.append(contentsOf: datePrefix)
         output.append(contentsOf: date)
-        output.append(contentsOf: "\r\nContent-Length: \(response.body.count)\r\n".utf8)
-        if !keepAlive { output.append(contentsOf: "Connection: close\r\n".utf8) }
+        output.append(contentsOf: contentLengthPrefix)
+        appendDecimal(response.body.count, to: &output)
+        output.append(contentsOf: crlf)
+        if !keepAlive { output.append(contentsOf: connectionClose) }
         for (name, value) in response.headers {
             output.append(contentsOf: name.utf8)
             output.append(contentsOf: ": ".utf8)
@@ -17,6 +24,17 @@ enum ResponseWriter {
         }
         output.append(contentsOf: "\r\n".utf8)
         if includeBody { output.append(contentsOf: response.body) }
+    }
+
+    private static let okStatusLine = Array("HTTP/1.1 200 OK\r\n".utf8)
+    private static let datePrefix = Array("Date: ".utf8)
+    private static let contentLengthPrefix = Array("\r\nContent-Length: ".utf8)
+    private static let connectionClose = Array("Connection: close\r\n".utf8)
+    private static let crlf = Array("\r\n".utf8)
+
+    private static func appendDecimal(_ value: Int, to output: inout [UInt8]) {
+        if value >= 10 { appendDecimal(value / 10, to: &output) }
+        output.append(UInt8(ascii: "0") + UInt8(value % 10))
     }
 
     /// An error answer in the service's JSON shape.

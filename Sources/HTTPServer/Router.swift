@@ -36,6 +36,8 @@ public struct Router: Sendable {
     }
 
     private var routes: [Route] = []
+    /// Routes without parameters by exact path: most requests resolve with one hash lookup.
+    private var staticRoutes: [String: [Int]] = [:]
 
     public init() {}
 
@@ -47,6 +49,11 @@ public struct Router: Sendable {
             part.hasPrefix("{") && part.hasSuffix("}")
                 ? .parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
         }
+        if segments.allSatisfy({ if case .literal = $0 { true } else { false } }) {
+            let path =
+                "/" + segments.map { if case .literal(let text) = $0 { text } else { "" } }.joined(separator: "/")
+            staticRoutes[path, default: []].append(routes.count)
+        }
         routes.append(
             Route(method: method, pattern: pattern, segments: segments, execution: execution, handler: handler))
     }
@@ -56,6 +63,12 @@ public struct Router: Sendable {
 
     /// Finds the handler for a request; `405` lists the methods the path does allow.
     public func resolve(method: String, path: String) -> Resolution {
+        if let candidates = staticRoutes[path] {
+            for index in candidates
+            where routes[index].method == method || (method == "HEAD" && routes[index].method == "GET") {
+                return .found(routes[index].handler, parameters: [:], execution: routes[index].execution)
+            }
+        }
         let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         let pathSegments = parts.last == "" && parts.count > 1 ? Array(parts.dropLast()) : Array(parts)
         var allowed: [String] = []
