@@ -369,26 +369,36 @@ package struct HTTPRequestParser {
         return Head(request: request, chunked: chunked, contentLength: contentLength, expectsContinue: expectsContinue)
     }
 
+    private static let http11 = Array("HTTP/1.1".utf8)
+    private static let http10 = Array("HTTP/1.0".utf8)
+    private static let httpPrefix = Array("HTTP/".utf8)
+
     private static func parseRequestLine(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPRequest {
-        let parts = line.split(separator: 0x20, omittingEmptySubsequences: false)
-        guard parts.count == 3, !parts[0].isEmpty, parts[0].allSatisfy(isTokenCharacter) else {
+        guard let firstSpace = line.firstIndex(of: 0x20), let lastSpace = line.lastIndex(of: 0x20),
+            firstSpace < lastSpace
+        else { throw HTTPParseError(status: 400, reason: "malformed request line") }
+        let method = line[..<firstSpace]
+        let target = line[(firstSpace + 1)..<lastSpace]
+        let versionText = line[(lastSpace + 1)...]
+        guard !method.isEmpty, method.allSatisfy(isTokenCharacter) else {
             throw HTTPParseError(status: 400, reason: "malformed request line")
         }
         let version: HTTPVersion
-        switch String(decoding: parts[2], as: UTF8.self) {
-        case "HTTP/1.1": version = .http11
-        case "HTTP/1.0": version = .http10
-        case let other where other.hasPrefix("HTTP/") && other.count == 8:
+        if versionText.elementsEqual(http11) {
+            version = .http11
+        } else if versionText.elementsEqual(http10) {
+            version = .http10
+        } else if versionText.count == 8, versionText.starts(with: httpPrefix) {
             throw HTTPParseError(status: 505, reason: "HTTP version not supported")
-        default: throw HTTPParseError(status: 400, reason: "malformed request line")
+        } else {
+            throw HTTPParseError(status: 400, reason: "malformed request line")
         }
-        let target = parts[1]
         guard let first = target.first, first == UInt8(ascii: "/") || (target.count == 1 && first == UInt8(ascii: "*")),
             target.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
         else { throw HTTPParseError(status: 400, reason: "malformed request target") }
         let query = target.firstIndex(of: UInt8(ascii: "?"))
         return HTTPRequest(
-            method: String(decoding: parts[0], as: UTF8.self),
+            method: String(decoding: method, as: UTF8.self),
             path: String(decoding: target[..<(query ?? target.endIndex)], as: UTF8.self),
             query: query.map { String(decoding: target[($0 + 1)...], as: UTF8.self) },
             version: version
@@ -399,14 +409,13 @@ package struct HTTPRequestParser {
         guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex,
             line[..<colon].allSatisfy(isTokenCharacter)
         else { throw HTTPParseError(status: 400, reason: "malformed header field") }
-        let value = line[(colon + 1)...]
+        var value = line[(colon + 1)...]
         guard value.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else {
             throw HTTPParseError(status: 400, reason: "invalid character in header value")
         }
-        return (
-            String(decoding: line[..<colon], as: UTF8.self),
-            String(decoding: value, as: UTF8.self).trimmingASCIIWhitespace()
-        )
+        while let first = value.first, first == 0x20 || first == 0x09 { value = value.dropFirst() }
+        while let last = value.last, last == 0x20 || last == 0x09 { value = value.dropLast() }
+        return (String(decoding: line[..<colon], as: UTF8.self), String(decoding: value, as: UTF8.self))
     }
 
     static func isTokenCharacter(_ byte: UInt8) -> Bool {
@@ -423,8 +432,18 @@ package struct HTTPRequestParser {
     }
 
     static func equalsIgnoringCase(_ text: String, _ lowercase: String) -> Bool {
-        text.utf8.count == lowercase.utf8.count
-            && zip(text.utf8, lowercase.utf8).allSatisfy { ($0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0) == $1 }
+        var text = text
+        var lowercase = lowercase
+        return text.withUTF8 { left in
+            lowercase.withUTF8 { right in
+                guard left.count == right.count else { return false }
+                for index in 0..<left.count {
+                    let byte = left[index]
+                    if (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) != right[index] { return false }
+                }
+                return true
+            }
+        }
     }
 }
 
