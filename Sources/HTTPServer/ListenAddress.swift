@@ -25,16 +25,3 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { "\(host):\(port)" }
 }
-
-/// A POSIX call that failed, with the errno it set.
-public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
-    public let function: String
-    public let errno: Int32
-
-    package init(function: String, errno: Int32) {
-        self.function = function
-        self.errno = errno
-    }
-
-    public var description: String { "\(function): \(String(cString: strerror(errno))) (errno \(errno))" }
-}
