@@ -12,9 +12,9 @@ public struct DeliveryService: Sendable {
     /// Every route of the service.
     public func router() -> Router {
         var router = Router()
-        router.add("GET", "/healthz", execution: .inline) { _ in
-            .json(200, Array(#"{"status":"ok"}"#.utf8))
-        }
+        // Built once: liveness probes are frequent and the answer never changes.
+        let healthy = HTTPResponse.json(200, Array(#"{"status":"ok"}"#.utf8))
+        router.add("GET", "/healthz", execution: .inline) { _ in healthy }
         let store = self.store
         router.add("GET", "/readyz") { _ in
             do {
