@@ -7,10 +7,10 @@ SHELL := /bin/bash
 # The Swift toolchain of this machine image lives in /opt/swift; use it when it is not on PATH yet.
 export PATH := $(if $(wildcard /opt/swift/usr/bin),/opt/swift/usr/bin:,)$(PATH)
 
-APT_PACKAGES := libsqlite3-dev libcurl4-openssl-dev libssl-dev pkg-config ca-certificates
+APT_PACKAGES := libsqlite3-dev libcurl4-openssl-dev libssl-dev pkg-config ca-certificates openssl
 SWIFT_FORMAT_PATHS := Sources Tests bench Package.swift
 
-.PHONY: help deps build run test lint format clean bench bench-http bench-projection bench-storage
+.PHONY: help deps venv build run test lint format clean bench bench-http bench-projection bench-storage
 
 help:
 	@echo "make run    build (release) and run deliveryd on 127.0.0.1:8080 with data in ./var"
@@ -32,6 +32,15 @@ deps:
 	fi
 	@command -v swift >/dev/null || { echo "swift is not installed (expected in /opt/swift/usr/bin)"; exit 1; }
 
+## The Python virtualenv of the test peers (the APNs simulator), rebuilt when its requirements change.
+VENV_STAMP := .venv/.installed-$(shell sha256sum Tests/apns-simulator/requirements.txt | cut -c1-12)
+venv: $(VENV_STAMP)
+$(VENV_STAMP): Tests/apns-simulator/requirements.txt
+	rm -rf .venv
+	python3 -m venv .venv
+	.venv/bin/pip install --quiet --disable-pip-version-check -r Tests/apns-simulator/requirements.txt
+	touch $@
+
 build: deps
 	swift build -c release --product deliveryd
 
@@ -44,7 +53,7 @@ lint:
 format:
 	swift format format --in-place --recursive $(SWIFT_FORMAT_PATHS)
 
-test: deps lint
+test: deps venv lint
 	swift build --build-tests
 	swift test --skip-build
 

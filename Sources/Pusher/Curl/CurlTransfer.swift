@@ -1,0 +1,88 @@
+internal import CCurl
+internal import Foundation
+
+/// One HTTP/2 POST on a curl easy handle; owns the handle, its header list and the response buffers.
+///
+/// Lives only on the thread that drives the multi handle (not `Sendable`).
+final class CurlTransfer {
+    let handle: UnsafeMutableRawPointer
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    let index: Int
+    var responseBody: [UInt8] = []
+    var responseHeaders: [String: String] = [:]
+    let started = DispatchTime.now()
+
+    /// - Throws: `PusherStartupError` if libcurl refuses an option (an old or odd build).
+    init(index: Int, url: String, headers: [String], body: [UInt8], caFile: String?, timeoutMilliseconds: Int)
+        throws(APNsTransportError)
+    {
+        guard let handle = curl_easy_init() else { throw APNsTransportError("curl_easy_init failed") }
+        self.handle = handle
+        self.index = index
+        for header in headers { headerList = curl_slist_append(headerList, header) }
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        var codes: [CURLcode] = [
+            ccurl_easy_setopt_pointer(handle, CURLOPT_URL, url),
+            ccurl_easy_setopt_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)),
+            ccurl_easy_setopt_long(handle, CURLOPT_POST, 1),
+            ccurl_easy_setopt_long(handle, CURLOPT_POSTFIELDSIZE, body.count),
+            ccurl_easy_setopt_pointer(handle, CURLOPT_HTTPHEADER, headerList),
+            ccurl_easy_setopt_long(handle, CURLOPT_PIPEWAIT, 1),
+            ccurl_easy_setopt_long(handle, CURLOPT_TIMEOUT_MS, timeoutMilliseconds),
+            ccurl_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1),
+            ccurl_easy_setopt_write_function(handle, Self.onBody),
+            ccurl_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, me),
+            ccurl_easy_setopt_header_function(handle, Self.onHeader),
+            ccurl_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, me),
+            ccurl_easy_setopt_pointer(handle, CURLOPT_PRIVATE, me),
+        ]
+        codes.append(body.withUnsafeBytes { ccurl_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) })
+        if let caFile { codes.append(ccurl_easy_setopt_pointer(handle, CURLOPT_CAINFO, caFile)) }
+        if let failed = codes.first(where: { $0 != CURLE_OK }) {
+            throw APNsTransportError("curl_easy_setopt: \(String(cString: curl_easy_strerror(failed)))")
+        }
+    }
+
+    deinit {
+        curl_easy_cleanup(handle)
+        curl_slist_free_all(headerList)
+    }
+
+    /// The HTTP status of the answer, 0 when none came.
+    var status: Int {
+        var code = 0
+        _ = ccurl_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &code)
+        return code
+    }
+
+    private static let onBody: curl_write_callback = { data, size, count, context in
+        guard let data, let context else { return 0 }
+        let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+        let length = size * count
+        data.withMemoryRebound(to: UInt8.self, capacity: length) {
+            transfer.responseBody.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
+        }
+        return length
+    }
+
+    private static let onHeader: curl_write_callback = { data, size, count, context in
+        guard let data, let context else { return 0 }
+        let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+        let length = size * count
+        let line = data.withMemoryRebound(to: UInt8.self, capacity: length) {
+            String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+        }
+        if let colon = line.firstIndex(of: ":") {
+            let name = line[..<colon].lowercased()
+            transfer.responseHeaders[name] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespacesAndNewlines)
+        }
+        return length
+    }
+}
+
+/// A failure below HTTP: no answer from APNs (connection refused, TLS, timeout, reset).
+public struct APNsTransportError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,114 @@
+import Foundation
+import Glibc
+
+/// The local APNs simulator (Tests/apns-simulator/simulator.py under hypercorn, HTTP/2 over TLS with
+/// a CA made for the run), started as a child process for one test.
+final class APNsSimulator {
+    let directory: String
+    let port: UInt16
+    let process = Process()
+
+    static var repositoryRoot: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+    }
+
+    var baseURL: String { "https://127.0.0.1:\(port)" }
+    var caFile: String { directory + "/ca.pem" }
+    var controlFile: String { directory + "/control.json" }
+
+    init(publicKeyOf privateKeyPEM: String) throws {
+        directory = NSTemporaryDirectory() + "apns-sim-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try privateKeyPEM.write(toFile: directory + "/signing.pem", atomically: true, encoding: .utf8)
+        try "{}".write(toFile: directory + "/control.json", atomically: true, encoding: .utf8)
+        try Self.shell(
+            """
+            set -e
+            cd '\(directory)'
+            openssl pkey -in signing.pem -pubout -out signing.pub 2>/dev/null
+            openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.pem \
+                -days 1 -subj /CN=deliveryd-test-ca 2>/dev/null
+            openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout server.key -out server.csr \
+                -subj /CN=127.0.0.1 2>/dev/null
+            printf 'subjectAltName=IP:127.0.0.1\\n' > san.ext
+            openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 1 \
+                -extfile san.ext 2>/dev/null
+            """
+        )
+        port = UInt16.random(in: 41_000...59_000)
+        let python = Self.repositoryRoot.appendingPathComponent(".venv/bin/python").path
+        guard FileManager.default.isExecutableFile(atPath: python) else {
+            throw SimulatorError("no test virtualenv at \(python): run `make test`, which creates it")
+        }
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [
+            Self.repositoryRoot.appendingPathComponent("Tests/apns-simulator/simulator.py").path,
+            "--port", String(port), "--cert", directory + "/server.pem", "--key", directory + "/server.key",
+            "--public-key", directory + "/signing.pub", "--record", directory + "/record.jsonl",
+            "--control", controlFile,
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        for _ in 0..<200 {
+            if Self.accepts(port: port) { return }
+            usleep(50_000)
+        }
+        stop()
+        throw SimulatorError("the simulator did not start listening on \(port)")
+    }
+
+    deinit { stop() }
+
+    /// Kills the simulator at once: a graceful stop would wait for the client's idle HTTP/2
+    /// connection, which a long-lived APNs client rightly keeps open.
+    func stop() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Scripts the answers for device tokens: token → {"status", "reason", "timestamp", "delay_ms"}.
+    func script(_ answers: [String: [String: Any]]) throws {
+        let data = try JSONSerialization.data(withJSONObject: answers)
+        try data.write(to: URL(fileURLWithPath: controlFile))
+    }
+
+    /// Every request the simulator received, in order.
+    func records() throws -> [[String: Any]] {
+        guard let text = try? String(contentsOfFile: directory + "/record.jsonl", encoding: .utf8) else { return [] }
+        return try text.split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:]
+        }
+    }
+
+    private static func accepts(port: UInt16) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        } == 0
+    }
+
+    private static func shell(_ script: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = ["-c", script]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw SimulatorError("making test certificates failed") }
+    }
+}
+
+struct SimulatorError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,137 @@
+"""A local APNs stand-in for the pusher's tests: HTTP/2 over TLS, checking requests as APNs does.
+
+Each request to /3/device/<token> is checked (method, path, push type, topic suffix, priority,
+ES256 provider token signature and age, payload size) and recorded as one JSON line in the record
+file. Answers can be scripted per device token through the control file (JSON object mapping a
+token to {"status": N, "reason": "...", "timestamp": ms}); unscripted valid requests get 200.
+
+usage: simulator.py --port N --cert CERT --key KEY --public-key PEM --record FILE [--control FILE]
+"""
+import argparse
+import asyncio
+import base64
+import json
+import time
+import uuid
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+from hypercorn.asyncio import serve
+from hypercorn.config import Config
+
+
+def b64url_decode(text):
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class Simulator:
+    def __init__(self, public_key, record_path, control_path):
+        self.public_key = public_key
+        self.record_path = record_path
+        self.control_path = control_path
+
+    def scripted(self, token):
+        if not self.control_path:
+            return None
+        try:
+            with open(self.control_path) as control:
+                return json.load(control).get(token)
+        except (OSError, ValueError):
+            return None
+
+    def check_token(self, authorization):
+        if not authorization.startswith("bearer "):
+            return "MissingProviderToken"
+        parts = authorization[7:].split(".")
+        if len(parts) != 3:
+            return "InvalidProviderToken"
+        try:
+            header = json.loads(b64url_decode(parts[0]))
+            claims = json.loads(b64url_decode(parts[1]))
+            raw = b64url_decode(parts[2])
+        except ValueError:
+            return "InvalidProviderToken"
+        if header.get("alg") != "ES256" or len(raw) != 64 or not isinstance(claims.get("iat"), int):
+            return "InvalidProviderToken"
+        signature = encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big"))
+        try:
+            self.public_key.verify(signature, f"{parts[0]}.{parts[1]}".encode(), ec.ECDSA(hashes.SHA256()))
+        except InvalidSignature:
+            return "InvalidProviderToken"
+        if time.time() - claims["iat"] > 3600:
+            return "ExpiredProviderToken"
+        return None
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        headers = {name.decode().lower(): value.decode() for name, value in scope["headers"]}
+        path = scope["path"]
+        token = path[len("/3/device/"):] if path.startswith("/3/device/") else ""
+        reason, status, extra = None, 200, {}
+        if scope["method"] != "POST":
+            status, reason = 405, "MethodNotAllowed"
+        elif not token:
+            status, reason = 404, "BadPath"
+        elif (auth := self.check_token(headers.get("authorization", ""))) is not None:
+            status, reason = 403, auth
+        elif headers.get("apns-push-type") != "liveactivity":
+            status, reason = 400, "InvalidPushType"
+        elif not headers.get("apns-topic", "").endswith(".push-type.liveactivity"):
+            status, reason = 400, "DeviceTokenNotForTopic"
+        elif headers.get("apns-priority", "10") not in ("5", "10"):
+            status, reason = 400, "BadPriority"
+        elif not body:
+            status, reason = 400, "PayloadEmpty"
+        elif len(body) > 4096:
+            status, reason = 413, "PayloadTooLarge"
+        elif (script := self.scripted(token)) is not None:
+            status, reason = script.get("status", 200), script.get("reason")
+            if "timestamp" in script:
+                extra["timestamp"] = script["timestamp"]
+            await asyncio.sleep(script.get("delay_ms", 0) / 1000)
+        apns_id = headers.get("apns-id") or str(uuid.uuid4())
+        with open(self.record_path, "a") as record:
+            record.write(json.dumps({
+                "token": token, "status": status, "reason": reason, "headers": headers,
+                "payload": body.decode(errors="replace"), "apns_id": apns_id,
+            }) + "\n")
+        response_body = json.dumps({"reason": reason, **extra}).encode() if reason else b""
+        response_headers = [(b"apns-id", apns_id.encode())]
+        if response_body:
+            response_headers.append((b"content-type", b"application/json"))
+        await send({"type": "http.response.start", "status": status, "headers": response_headers})
+        await send({"type": "http.response.body", "body": response_body})
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--cert", required=True)
+    parser.add_argument("--key", required=True)
+    parser.add_argument("--public-key", required=True)
+    parser.add_argument("--record", required=True)
+    parser.add_argument("--control")
+    arguments = parser.parse_args()
+    with open(arguments.public_key, "rb") as pem:
+        public_key = serialization.load_pem_public_key(pem.read())
+    config = Config()
+    config.bind = [f"127.0.0.1:{arguments.port}"]
+    config.certfile = arguments.cert
+    config.keyfile = arguments.key
+    config.alpn_protocols = ["h2"]
+    config.keep_alive_max_requests = 10**9
+    config.loglevel = "WARNING"
+    asyncio.run(serve(Simulator(public_key, arguments.record, arguments.control), config))
+
+
+if __name__ == "__main__":
+    main()
