@@ -51,7 +51,7 @@ let package = Package(
         ),
         .target(
             name: "Pusher",
-            dependencies: ["Projection", "CCurl", "COpenSSL"],
+            dependencies: ["OrderDomain", "Projection", "Storage", "CCurl", "COpenSSL"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -93,7 +93,11 @@ let package = Package(
             path: "Tests/StorageCrashWriter",
             swiftSettings: strictSettings
         ),
-        .testTarget(name: "PusherTests", dependencies: ["Pusher"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "PusherTests",
+            dependencies: ["Pusher", "Storage", "OrderDomain", "Projection"],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "DeliverydTests",
             dependencies: ["HTTPServer"],

@@ -22,6 +22,7 @@ public protocol DeliveryStore: Sendable {
         orderID: String, activityID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
         now: Date
     ) throws(StorageError) -> ActivityRecord
+    @discardableResult
     func endActivity(orderID: String, activityID: String, reason: String, now: Date, onlyIfRegisteredBefore: Date?)
         throws(StorageError) -> Bool
     func recordSent(orderID: String, activityID: String, status: OrderStatus, fingerprint: String, timestamp: Date)

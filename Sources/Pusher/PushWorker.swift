@@ -1,0 +1,211 @@
+public import Foundation
+internal import OrderDomain
+public import Projection
+public import Storage
+
+/// Where pushes go and with which credentials.
+public struct PusherConfiguration: Sendable {
+    public var developmentURL: String
+    public var productionURL: String
+    /// Rows claimed per batch.
+    public var batchSize: Int
+    /// How long a claimed row belongs to this worker before another may take it.
+    public var lease: TimeInterval
+    public var retryPolicy: RetryPolicy
+    public var projection: ProjectionConfiguration
+
+    /// Defaults: Apple's hosts, 500 rows a batch, 30 s lease, `RetryPolicy()`, `ProjectionConfiguration()`.
+    public init(
+        developmentURL: String = "https://api.sandbox.push.apple.com",
+        productionURL: String = "https://api.push.apple.com", batchSize: Int = 500, lease: TimeInterval = 30,
+        retryPolicy: RetryPolicy = RetryPolicy(), projection: ProjectionConfiguration = ProjectionConfiguration()
+    ) {
+        self.developmentURL = developmentURL
+        self.productionURL = productionURL
+        self.batchSize = batchSize
+        self.lease = lease
+        self.retryPolicy = retryPolicy
+        self.projection = projection
+    }
+}
+
+/// Drains the outbox into APNs: claims due rows, builds each push from the order's latest state,
+/// sends the batch, and applies what APNs answered to the rows, the tokens and the push log.
+///
+/// - Important: Not `Sendable`: one worker thread owns it (and its `APNsClient`).
+public final class PushWorker {
+    private let store: any DeliveryStore
+    private let client: APNsClient
+    private let tokens: ProviderTokenCache
+    private let configuration: PusherConfiguration
+    private let planner: PushPlanner
+    private let owner: String
+    private var randomness = SystemRandomNumberGenerator()
+
+    public init(
+        store: any DeliveryStore, client: APNsClient, tokens: ProviderTokenCache, configuration: PusherConfiguration,
+        owner: String = "pusher-\(getpid())"
+    ) {
+        self.store = store
+        self.client = client
+        self.tokens = tokens
+        self.configuration = configuration
+        self.planner = PushPlanner(configuration: configuration.projection)
+        self.owner = owner
+    }
+
+    private struct Planned {
+        let item: OutboxItem
+        let push: LiveActivityPush
+        let environment: PushEnvironment
+        let token: String
+        let registeredAt: Date
+    }
+
+    /// Processes one batch of due rows; returns how many rows it finished or rescheduled.
+    /// - Throws: `StorageError` when the database fails (the rows' leases bring them back).
+    @discardableResult
+    public func runOnce(now: Date) async throws -> Int {
+        let items = try store.claimDue(
+            owner: owner, now: now, lease: configuration.lease, limit: configuration.batchSize)
+        guard !items.isEmpty else { return 0 }
+        var planned: [Planned] = []
+        for item in items {
+            if let push = try plan(item, now: now) { planned.append(push) }
+        }
+        guard !planned.isEmpty else { return items.count }
+        let provider = try await tokens.token(now: now)
+        let requests = planned.map { entry in
+            APNsRequest(
+                baseURL: entry.environment == .development ? configuration.developmentURL : configuration.productionURL,
+                deviceToken: entry.token, topic: entry.push.headers.topic, priority: entry.push.headers.priority,
+                expiration: entry.push.headers.expiration, collapseID: entry.push.headers.collapseID,
+                payload: entry.push.payload, providerToken: provider.compact
+            )
+        }
+        let responses = client.send(requests)
+        for (entry, response) in zip(planned, responses) {
+            try await apply(response, to: entry, provider: provider, now: now)
+        }
+        return items.count
+    }
+
+    /// Builds the push of one row, or finishes the row when there is nothing to send.
+    private func plan(_ item: OutboxItem, now: Date) throws -> Planned? {
+        guard let order = try store.order(id: item.orderID) else {
+            try store.markDead(item.id, reason: "order_missing", now: now)
+            return nil
+        }
+        switch item.target {
+        case .activity(let activityID):
+            guard let activity = try store.activity(orderID: item.orderID, activityID: activityID),
+                activity.endedAt == nil, !activity.pushToken.isEmpty
+            else {
+                try store.markSent(item.id, now: now)
+                return nil
+            }
+            let context = ActivityContext(
+                bundleID: activity.bundleID, startedAt: activity.startedAt, lastSentStatus: activity.lastSentStatus,
+                lastSentFingerprint: activity.lastSentFingerprint
+            )
+            switch try planner.planUpdate(order: order, activity: context, now: now) {
+            case .send(let push):
+                return Planned(
+                    item: item, push: push, environment: activity.environment, token: activity.pushToken,
+                    registeredAt: activity.registeredAt
+                )
+            case .skip(.activityExpired):
+                try store.endActivity(
+                    orderID: order.id, activityID: activityID, reason: "expired", now: now, onlyIfRegisteredBefore: nil)
+                try store.markSent(item.id, now: now)
+            case .skip:
+                try store.markSent(item.id, now: now)
+            }
+        case .start(let customerID, let deviceID):
+            guard let device = try store.pushToStart(customerID: customerID, deviceID: deviceID) else {
+                try store.markSent(item.id, now: now)
+                return nil
+            }
+            switch try planner.planStart(order: order, bundleID: device.bundleID, now: now) {
+            case .send(let push):
+                return Planned(
+                    item: item, push: push, environment: device.environment, token: device.pushToken,
+                    registeredAt: device.registeredAt
+                )
+            case .skip:
+                try store.markSent(item.id, now: now)
+            }
+        }
+        return nil
+    }
+
+    private func apply(_ response: APNsResponse, to entry: Planned, provider: ProviderToken, now: Date) async throws {
+        let item = entry.item
+        try store.logPush(
+            PushAttempt(
+                orderID: item.orderID, targetID: Self.targetLabel(item.target), event: entry.push.event.rawValue,
+                priority: entry.push.headers.priority, httpStatus: response.status,
+                reason: response.reason?.description ?? response.transportError, apnsID: response.apnsID,
+                latencyMilliseconds: Int(response.latencySeconds * 1000), attemptedAt: now
+            )
+        )
+        let action = PushResultClassifier.action(
+            status: response.status, reason: response.reason, timestamp: response.timestamp, environmentConfirmed: true
+        )
+        let reason = response.reason?.description ?? response.transportError ?? "status \(response.status ?? 0)"
+        switch action {
+        case .delivered:
+            try store.markSent(item.id, now: now)
+            if case .activity(let activityID) = item.target {
+                try store.recordSent(
+                    orderID: item.orderID, activityID: activityID,
+                    status: OrderStatus(rawValue: entry.push.contentState.status) ?? .placed,
+                    fingerprint: entry.push.fingerprint,
+                    timestamp: entry.push.timestamp
+                )
+                if entry.push.event == .end {
+                    try store.endActivity(
+                        orderID: item.orderID, activityID: activityID, reason: "ended", now: now,
+                        onlyIfRegisteredBefore: nil)
+                }
+            }
+        case .dropToken(let registeredBefore):
+            switch item.target {
+            case .activity(let activityID):
+                try store.endActivity(
+                    orderID: item.orderID, activityID: activityID, reason: reason, now: now,
+                    onlyIfRegisteredBefore: registeredBefore
+                )
+            case .start(let customerID, let deviceID):
+                try store.deletePushToStart(
+                    customerID: customerID, deviceID: deviceID, onlyIfRegisteredBefore: registeredBefore)
+            }
+            try store.markSent(item.id, now: now)
+        case .deadLetter:
+            try store.markDead(item.id, reason: reason, now: now)
+        case .refreshTokenAndRetry:
+            _ = try await tokens.replaceExpired(provider, now: now)
+            try retry(item, reason: reason, now: now)
+        case .retry, .pauseEnvironment:
+            try retry(item, reason: reason, now: now)
+        }
+    }
+
+    private func retry(_ item: OutboxItem, reason: String, now: Date) throws {
+        if configuration.retryPolicy.isExhausted(firstAttempt: item.createdAt, now: now) {
+            try store.markDead(item.id, reason: "gave up: \(reason)", now: now)
+        } else {
+            let delay = configuration.retryPolicy.delay(
+                afterAttempt: item.attempts, jitter: Double.random(in: 0...1, using: &randomness)
+            )
+            try store.scheduleRetry(item.id, at: now.addingTimeInterval(delay), error: reason, now: now)
+        }
+    }
+
+    static func targetLabel(_ target: OutboxTarget) -> String {
+        switch target {
+        case .activity(let id): id
+        case .start(_, let device): "start:" + device
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import OrderDomain
+import Pusher
+import Storage
+import Testing
+
+@Suite("Push worker: outbox to APNs simulator", .serialized)
+struct PushWorkerTests {
+    /// A status change reaches the live activity as one update; a token APNs reports unregistered is
+    /// removed; `delivered` ends the activity, and its token is gone afterwards; every attempt is logged.
+    @Test func outboxDrainsIntoSimulator() async throws {
+        let directory = NSTemporaryDirectory() + "push-worker-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try Database.open(StorageConfiguration(dataDirectory: directory))
+        let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
+        defer { simulator.stop() }
+        try simulator.script(["dead-token": ["status": 410, "reason": "Unregistered", "timestamp": 4_102_444_800_000]])
+
+        let now = Date()
+        let draft = OrderDraft(
+            number: "A-1", merchantName: "Pizza Roma", items: [.init(name: "Tea", quantity: 1, price: 2)],
+            customer: .init(id: "c-1", name: "Ana", phone: "+49 30 1234567", locale: "en"), address: "Somewhere 1",
+            payment: .init(method: "cash", brand: nil, last4: nil), estimatedArrival: now.addingTimeInterval(1800),
+            note: nil
+        )
+        let (order, event) = try draft.validated(id: "o-1", merchantID: "m-1", by: .admin, at: now)
+        _ = try store.createOrder(order, event: event, trackingTokenHash: nil, now: now)
+        for (activity, token) in [("live", "live-token"), ("dead", "dead-token")] {
+            _ = try store.registerActivity(
+                orderID: "o-1", activityID: activity, pushToken: token, environment: .development,
+                bundleID: "com.example.app", now: now
+            )
+        }
+        func set(_ status: OrderStatus) throws {
+            _ = try store.change(orderID: "o-1", now: Date()) { current throws(OrderError) in
+                try current.applying(StatusChange(status: status), by: .admin, at: Date())
+            }
+        }
+        let worker = PushWorker(
+            store: store, client: try APNsClient(caFile: simulator.caFile),
+            tokens: ProviderTokenCache(
+                key: try P256SigningKey(pem: testKeyPEM), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
+            configuration: PusherConfiguration(developmentURL: simulator.baseURL, productionURL: simulator.baseURL)
+        )
+
+        try set(.delivering)
+        #expect(try await worker.runOnce(now: Date()) == 2)
+        #expect(try await worker.runOnce(now: Date()) == 0)
+        #expect(try store.activity(orderID: "o-1", activityID: "dead")?.endedReason == "Unregistered")
+        #expect(try store.activity(orderID: "o-1", activityID: "live")?.lastSentStatus == .delivering)
+
+        try set(.delivered)
+        #expect(try await worker.runOnce(now: Date()) == 1)
+        let live = try #require(try store.activity(orderID: "o-1", activityID: "live"))
+        #expect(live.endedReason == "ended" && live.pushToken.isEmpty)
+
+        let records = try simulator.records()
+        #expect(records.count == 3)
+        #expect(records.filter { ($0["token"] as? String) == "dead-token" }.count == 1)
+        let livePayloads = records.filter { ($0["token"] as? String) == "live-token" }.compactMap {
+            $0["payload"] as? String
+        }
+        #expect(livePayloads.count == 2)
+        #expect(livePayloads[0].contains(#""event":"update""#) && livePayloads[0].contains(#""status":"delivering""#))
+        #expect(livePayloads[1].contains(#""event":"end""#) && livePayloads[1].contains(#""status":"delivered""#))
+        #expect(!records.contains { ($0["payload"] as? String)?.contains("+49") == true })
+        let log = try store.pushLog(orderID: "o-1")
+        #expect(log.compactMap(\.httpStatus).sorted() == [200, 200, 410])
+        #expect(log.first { $0.httpStatus == 410 }?.reason == "Unregistered")
+        #expect(try store.outboxDepth().count == 0)
+    }
+}
