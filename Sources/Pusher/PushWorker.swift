@@ -106,7 +106,10 @@ public final class PushWorker {
             }
             let context = ActivityContext(
                 bundleID: activity.bundleID, startedAt: activity.startedAt, lastSentStatus: activity.lastSentStatus,
-                lastSentFingerprint: activity.lastSentFingerprint
+                lastSentFingerprint: activity.lastSentFingerprint,
+                highPriorityPushesInLastHour: try store.acceptedHighPriorityPushes(
+                    orderID: order.id, targetID: activityID, since: now.addingTimeInterval(-3600)
+                )
             )
             switch try planner.planUpdate(order: order, activity: context, now: now) {
             case .send(let push):

@@ -134,6 +134,19 @@ extension Database {
         }
     }
 
+    /// Priority-10 pushes APNs accepted for one target since `since`: the activity's hourly budget use.
+    public func acceptedHighPriorityPushes(orderID: String, targetID: String, since: Date) throws(StorageError) -> Int {
+        try read { connection in
+            try connection.cached(
+                """
+                SELECT count(*) FROM push_log
+                WHERE order_id = ? AND target_id = ? AND priority = 10 AND http_status = 200 AND attempted_at >= ?
+                """
+            ).firstRow([.text(orderID), .text(targetID), .integer(since.storageMilliseconds)]) { Int($0.int(0) ?? 0) }
+                ?? 0
+        }
+    }
+
     /// An order's push log, oldest first.
     public func pushLog(orderID: String) throws(StorageError) -> [PushAttempt] {
         try read { connection in

@@ -46,6 +46,7 @@ public protocol DeliveryStore: Sendable {
     func replayDeadLetters(ids: [Int64]?, now: Date) throws(StorageError) -> Int
     func logPush(_ attempt: PushAttempt) throws(StorageError)
     func pushLog(orderID: String) throws(StorageError) -> [PushAttempt]
+    func acceptedHighPriorityPushes(orderID: String, targetID: String, since: Date) throws(StorageError) -> Int
 
     // Maintenance.
     func prune(now: Date, policy: RetentionPolicy) throws(StorageError) -> PruneReport

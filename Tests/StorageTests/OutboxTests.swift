@@ -157,3 +157,31 @@ struct CheckpointTests {
         #expect(try database.integrityCheck() == "ok")
     }
 }
+
+@Suite("Priority budget")
+struct PriorityBudgetTests {
+    /// Only accepted priority-10 pushes of that activity within the window count against its budget.
+    @Test func countsAcceptedHighPriorityPushes() throws {
+        let directory = try TemporaryDirectory()
+        let database = try StoreFixtures.database(directory)
+        _ = try StoreFixtures.seed(database)
+        let t = StoreFixtures.t0
+        let attempts: [(String, Int, Int?, TimeInterval)] = [
+            ("act-0", 10, 200, 0), ("act-0", 10, 200, 1800), ("act-0", 5, 200, 1900), ("act-0", 10, 429, 2000),
+            ("act-0", 10, nil, 2100), ("act-1", 10, 200, 2200), ("act-0", 10, 200, -600),
+        ]
+        for (target, priority, status, offset) in attempts {
+            try database.logPush(
+                PushAttempt(
+                    orderID: "o-1", targetID: target, event: "update", priority: priority, httpStatus: status,
+                    reason: nil, apnsID: nil, latencyMilliseconds: 1, attemptedAt: t.addingTimeInterval(offset)
+                )
+            )
+        }
+        #expect(try database.acceptedHighPriorityPushes(orderID: "o-1", targetID: "act-0", since: t) == 2)
+        #expect(
+            try database.acceptedHighPriorityPushes(
+                orderID: "o-1", targetID: "act-0", since: t.addingTimeInterval(-3600)) == 3)
+        #expect(try database.acceptedHighPriorityPushes(orderID: "o-1", targetID: "act-1", since: t) == 1)
+    }
+}
