@@ -340,7 +340,8 @@ final class EventLoop {
             accessLog(
                 AccessLogEntry(
                     method: current.method, path: current.path, status: response.status,
-                    bytes: connection.output.count - before, durationSeconds: Double(now - current.started) / 1e9
+                    bytes: connection.output.count - before,
+                    durationSeconds: Double(Posix.monotonicNanoseconds() - current.started) / 1e9
                 )
             )
         }

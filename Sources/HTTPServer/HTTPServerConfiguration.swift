@@ -41,6 +41,7 @@ public struct AccessLogEntry: Sendable {
     public let method: String
     public let path: String
     public let status: Int
+    /// Bytes of the whole response, head included.
     public let bytes: Int
     public let durationSeconds: Double
 }

@@ -15,7 +15,7 @@ enum AccessLogWriter {
         let line =
             #"{"time":"\#(time)","level":"info","message":"http.request","http.request.method":"\#(entry.method)","#
             + #""url.path":\#(quoted(entry.path)),"http.response.status_code":\#(entry.status),"#
-            + #""http.response.body.size":\#(entry.bytes),"http.server.request.duration":\#(entry.durationSeconds)}"#
+            + #""http.response.size":\#(entry.bytes),"http.server.request.duration":\#(entry.durationSeconds)}"#
             + "\n"
         let bytes = Array(line.utf8)
         _ = bytes.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
