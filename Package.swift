@@ -79,11 +79,14 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
+        // Helpers shared by the test targets: built executables, loopback sockets.
+        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strictSettings),
+
         .testTarget(name: "OrderDomainTests", dependencies: ["OrderDomain"], swiftSettings: strictSettings),
         .testTarget(name: "ProjectionTests", dependencies: ["Projection"], swiftSettings: strictSettings),
         .testTarget(
             name: "StorageTests",
-            dependencies: ["Storage", "StorageCrashWriter"],
+            dependencies: ["Storage", "StorageCrashWriter", "TestSupport"],
             swiftSettings: strictSettings
         ),
         // The child process the storage crash test kills.
@@ -95,17 +98,17 @@ let package = Package(
         ),
         .testTarget(
             name: "PusherTests",
-            dependencies: ["Pusher", "Storage", "OrderDomain", "Projection"],
+            dependencies: ["Pusher", "Storage", "OrderDomain", "Projection", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "DeliverydTests",
-            dependencies: ["HTTPServer"],
+            dependencies: ["HTTPServer", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "HTTPServerTests",
-            dependencies: ["HTTPServer"],
+            dependencies: ["HTTPServer", "TestSupport"],
             swiftSettings: strictSettings
         ),
     ]

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// The built `deliveryd` executable, started as a child process on a free port with its own data dir.
 ///
@@ -9,13 +10,7 @@ final class DeliverydProcess {
     let dataDirectory: String
     private let errorPipe = Pipe()
 
-    static var executableURL: URL {
-        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        while !directory.path.hasSuffix("/debug") && !directory.path.hasSuffix("/release") && directory.path != "/" {
-            directory.deleteLastPathComponent()
-        }
-        return directory.appendingPathComponent("deliveryd")
-    }
+    static var executableURL: URL { BuiltProduct.url("deliveryd") }
 
     /// Runs `deliveryd` with `arguments` and waits for it to exit; returns status, stdout and stderr.
     static func run(_ arguments: [String], environment: [String: String] = [:], directory: String? = nil) throws -> (

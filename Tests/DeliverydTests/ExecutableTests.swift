@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 @Suite("deliveryd executable", .serialized)
@@ -57,18 +58,8 @@ struct ExecutableTests {
     }
 
     private func fetch(port: UInt16, path: String) throws -> String {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard let fd = connectLoopback(port: port) else { throw NotListening() }
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else { throw NotListening() }
         let request = Array(
             "GET \(path)?q=secret-query HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer secret-key\r\nConnection: close\r\n\r\n"
                 .utf8

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import HTTPServer
+import TestSupport
 
 /// A test client on a real socket that keeps its connection and reads framed responses.
 final class RawConnection {
@@ -15,22 +16,8 @@ final class RawConnection {
     }
 
     init(port: UInt16, timeout: Int = 5) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var tv = timeval(tv_sec: timeout, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else {
-            close(fd)
-            throw SystemErrorForTests.connect
-        }
+        guard let fd = connectLoopback(port: port, receiveTimeout: timeout) else { throw SystemErrorForTests.connect }
+        self.fd = fd
     }
 
     deinit { close(fd) }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 
 /// The local APNs simulator (Tests/apns-simulator/simulator.py under hypercorn, HTTP/2 over TLS with
 /// a CA made for the run), started as a child process for one test.
@@ -85,17 +86,9 @@ final class APNsSimulator {
     }
 
     private static func accepts(port: UInt16) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        } == 0
+        guard let fd = connectLoopback(port: port) else { return false }
+        close(fd)
+        return true
     }
 
     private static func shell(_ script: String) throws {

@@ -1,18 +1,13 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 @testable import Storage
 
 @Suite("Durability under kill -9")
 struct CrashTests {
-    static var writerURL: URL {
-        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        while !directory.path.hasSuffix("/debug") && !directory.path.hasSuffix("/release") && directory.path != "/" {
-            directory.deleteLastPathComponent()
-        }
-        return directory.appendingPathComponent("StorageCrashWriter")
-    }
+    static var writerURL: URL { BuiltProduct.url("StorageCrashWriter") }
 
     /// 20 times: a writer is killed with SIGKILL at a random moment; every change it acknowledged is in
     /// the file afterwards with its outbox rows (one per activity), and the file passes integrity_check.

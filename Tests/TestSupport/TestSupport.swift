@@ -1,0 +1,41 @@
+package import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Executables this package builds, found beside the running test bundle.
+package enum BuiltProduct {
+    /// The path of executable `name` in the build folder (`.build/<triple>/debug/`).
+    package static func url(_ name: String) -> URL {
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        while !directory.path.hasSuffix("/debug") && !directory.path.hasSuffix("/release") && directory.path != "/" {
+            directory.deleteLastPathComponent()
+        }
+        return directory.appendingPathComponent(name)
+    }
+}
+
+/// A blocking TCP socket connected to `127.0.0.1:port`, or `nil` when nothing accepts there.
+///
+/// - Parameter receiveTimeout: seconds a `recv` may wait before it fails.
+package func connectLoopback(port: UInt16, receiveTimeout: Int = 5) -> Int32? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    var timeout = timeval(tv_sec: receiveTimeout, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    guard connected == 0 else {
+        close(fd)
+        return nil
+    }
+    return fd
+}
