@@ -35,19 +35,20 @@ public struct PusherConfiguration: Sendable {
 /// - Important: Not `Sendable`: one worker thread owns it (and its `APNsClient`).
 public final class PushWorker {
     private let store: any DeliveryStore
-    private let client: APNsClient
-    private let tokens: ProviderTokenCache
+    private let sender: any PushSender
+    private let tokens: ProviderTokenCache?
     private let configuration: PusherConfiguration
     private let planner: PushPlanner
     private let owner: String
     private var randomness = SystemRandomNumberGenerator()
 
     public init(
-        store: any DeliveryStore, client: APNsClient, tokens: ProviderTokenCache, configuration: PusherConfiguration,
+        store: any DeliveryStore, sender: any PushSender, tokens: ProviderTokenCache?,
+        configuration: PusherConfiguration,
         owner: String = "pusher-\(getpid())"
     ) {
         self.store = store
-        self.client = client
+        self.sender = sender
         self.tokens = tokens
         self.configuration = configuration
         self.planner = PushPlanner(configuration: configuration.projection)
@@ -74,16 +75,16 @@ public final class PushWorker {
             if let push = try plan(item, now: now) { planned.append(push) }
         }
         guard !planned.isEmpty else { return items.count }
-        let provider = try await tokens.token(now: now)
+        let provider = try await tokens?.token(now: now)
         let requests = planned.map { entry in
             APNsRequest(
                 baseURL: entry.environment == .development ? configuration.developmentURL : configuration.productionURL,
                 deviceToken: entry.token, topic: entry.push.headers.topic, priority: entry.push.headers.priority,
                 expiration: entry.push.headers.expiration, collapseID: entry.push.headers.collapseID,
-                payload: entry.push.payload, providerToken: provider.compact
+                payload: entry.push.payload, providerToken: provider?.compact ?? ""
             )
         }
-        let responses = client.send(requests)
+        let responses = sender.send(requests)
         for (entry, response) in zip(planned, responses) {
             try await apply(response, to: entry, provider: provider, now: now)
         }
@@ -142,7 +143,7 @@ public final class PushWorker {
         return nil
     }
 
-    private func apply(_ response: APNsResponse, to entry: Planned, provider: ProviderToken, now: Date) async throws {
+    private func apply(_ response: APNsResponse, to entry: Planned, provider: ProviderToken?, now: Date) async throws {
         let item = entry.item
         try store.logPush(
             PushAttempt(
@@ -187,7 +188,7 @@ public final class PushWorker {
         case .deadLetter:
             try store.markDead(item.id, reason: reason, now: now)
         case .refreshTokenAndRetry:
-            _ = try await tokens.replaceExpired(provider, now: now)
+            if let tokens, let provider { _ = try await tokens.replaceExpired(provider, now: now) }
             try retry(item, reason: reason, now: now)
         case .retry, .pauseEnvironment:
             try retry(item, reason: reason, now: now)

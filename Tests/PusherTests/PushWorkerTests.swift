@@ -37,7 +37,7 @@ struct PushWorkerTests {
             }
         }
         let worker = PushWorker(
-            store: store, client: try APNsClient(caFile: simulator.caFile),
+            store: store, sender: try APNsClient(caFile: simulator.caFile),
             tokens: ProviderTokenCache(
                 key: try P256SigningKey(pem: testKeyPEM), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
             configuration: PusherConfiguration(developmentURL: simulator.baseURL, productionURL: simulator.baseURL)
@@ -68,5 +68,46 @@ struct PushWorkerTests {
         #expect(log.compactMap(\.httpStatus).sorted() == [200, 200, 410])
         #expect(log.first { $0.httpStatus == 410 }?.reason == "Unregistered")
         #expect(try store.outboxDepth().count == 0)
+    }
+}
+
+@Suite("Log sender")
+struct LogSenderTests {
+    /// Without APNs credentials pushes drain through the log sender, marked as not delivered in the
+    /// push log, with one log line per push that carries no full token.
+    @Test func drainsAndMarksNotDelivered() async throws {
+        let directory = NSTemporaryDirectory() + "log-sender-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try Database.open(StorageConfiguration(dataDirectory: directory))
+        let now = Date()
+        let draft = OrderDraft(
+            number: "A-2", merchantName: "Pizza Roma", items: [.init(name: "Tea", quantity: 1, price: 2)],
+            customer: .init(id: "c-1", name: "Ana", phone: "+49 30 1234567", locale: "en"), address: "Somewhere 1",
+            payment: .init(method: "cash", brand: nil, last4: nil), estimatedArrival: now.addingTimeInterval(1800),
+            note: nil
+        )
+        let (order, event) = try draft.validated(id: "o-2", merchantID: "m-1", by: .admin, at: now)
+        _ = try store.createOrder(order, event: event, trackingTokenHash: nil, now: now)
+        _ = try store.registerActivity(
+            orderID: "o-2", activityID: "a", pushToken: "0123456789abcdef0123", environment: .production,
+            bundleID: "com.example.app", now: now
+        )
+        _ = try store.change(orderID: "o-2", now: now) { current throws(OrderError) in
+            try current.applying(StatusChange(status: .pickup), by: .admin, at: now)
+        }
+        final class Lines {
+            var values: [String] = []
+        }
+        let lines = Lines()
+        let worker = PushWorker(
+            store: store, sender: LogSender { lines.values.append($0) }, tokens: nil,
+            configuration: PusherConfiguration()
+        )
+        #expect(try await worker.runOnce(now: Date()) == 1)
+        #expect(try store.outboxDepth().count == 0)
+        #expect(try store.pushLog(orderID: "o-2").map(\.reason) == ["not_delivered_log_sender"])
+        #expect(lines.values.count == 1)
+        #expect(lines.values[0].contains(#""message":"push.not_delivered""#))
+        #expect(lines.values[0].contains("01234567") && !lines.values[0].contains("0123456789abcdef0123"))
     }
 }
