@@ -61,7 +61,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "deliveryd",
-            dependencies: ["DeliveryAPI"],
+            dependencies: ["DeliveryAPI", "Projection", "Pusher", "Storage", "HTTPServer"],
             swiftSettings: strictSettings
         ),
 

@@ -1,6 +1,7 @@
 import DeliveryAPI
 import Foundation
 import HTTPServer
+import Projection
 import Pusher
 import Storage
 
@@ -135,4 +136,51 @@ do {
     exit(1)
 }
 printError("deliveryd: listening on http://\(server.boundAddress)")
+
+let signingKey: P256SigningKey?
+if let keyFile = configuration.apnsKeyFile {
+    do {
+        signingKey = try P256SigningKey(pem: String(contentsOfFile: keyFile, encoding: .utf8))
+    } catch {
+        printError("deliveryd: cannot use the APNs key \(keyFile): \(error)")
+        exit(1)
+    }
+    printError("deliveryd: pusher: APNs with key \(configuration.apnsKeyID ?? "")")
+} else {
+    signingKey = nil
+    printError("deliveryd: pusher: log sender (no APNs key): pushes are recorded, not delivered")
+}
+let pusherConfiguration = PusherConfiguration(
+    developmentURL: configuration.apnsDevelopmentURL, productionURL: configuration.apnsProductionURL,
+    projection: ProjectionConfiguration(
+        dateEncoding: configuration.dateEncoding == "unix" ? .unix : .reference,
+        dismissalDelay: Double(configuration.dismissalDelaySeconds)
+    )
+)
+
+/// The push worker drains the outbox; a crash or stop mid-batch loses nothing (leases expire).
+Task.detached {
+    let sender: any PushSender
+    var tokens: ProviderTokenCache?
+    if let signingKey, let keyID = configuration.apnsKeyID, let teamID = configuration.apnsTeamID {
+        do {
+            sender = try APNsClient(caFile: configuration.apnsCAFile)
+        } catch {
+            printError("deliveryd: pusher cannot start: \(error)")
+            exit(1)
+        }
+        tokens = ProviderTokenCache(key: signingKey, keyID: keyID, teamID: teamID)
+    } else {
+        sender = LogSender()
+    }
+    let worker = PushWorker(store: storage, sender: sender, tokens: tokens, configuration: pusherConfiguration)
+    while true {
+        do {
+            if try await worker.runOnce(now: Date()) == 0 { try await Task.sleep(for: .milliseconds(100)) }
+        } catch {
+            printError("deliveryd: pusher batch failed: \(error)")
+            try? await Task.sleep(for: .seconds(1))
+        }
+    }
+}
 dispatchMain()

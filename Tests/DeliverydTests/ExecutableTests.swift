@@ -55,6 +55,7 @@ struct ExecutableTests {
         #expect(log.contains("listening on http://127.0.0.1:\(server.port)"))
         #expect(log.contains(#""url.path":"/healthz","http.response.status_code":200"#))
         #expect(!log.contains("secret"))
+        #expect(log.contains("pusher: log sender (no APNs key)"))
     }
 
     private func fetch(port: UInt16, path: String) throws -> String {
