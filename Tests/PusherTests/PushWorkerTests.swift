@@ -111,3 +111,49 @@ struct LogSenderTests {
         #expect(lines.values[0].contains("01234567") && !lines.values[0].contains("0123456789abcdef0123"))
     }
 }
+
+@Suite("Coalescing through the worker", .serialized)
+struct CoalescingTests {
+    /// 100 ETA changes queued while nothing is sent become one push carrying the last state.
+    @Test func backlogDrainsAsOnePush() async throws {
+        let directory = NSTemporaryDirectory() + "coalesce-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try Database.open(StorageConfiguration(dataDirectory: directory))
+        let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
+        defer { simulator.stop() }
+        let now = Date()
+        let draft = OrderDraft(
+            number: "A-3", merchantName: "Pizza Roma", items: [.init(name: "Tea", quantity: 1, price: 2)],
+            customer: .init(id: "c-1", name: "Ana", phone: "+49 30 1234567", locale: "en"), address: "Somewhere 1",
+            payment: .init(method: "cash", brand: nil, last4: nil), estimatedArrival: now.addingTimeInterval(1800),
+            note: nil
+        )
+        let (order, event) = try draft.validated(id: "o-3", merchantID: "m-1", by: .admin, at: now)
+        _ = try store.createOrder(order, event: event, trackingTokenHash: nil, now: now)
+        _ = try store.registerActivity(
+            orderID: "o-3", activityID: "a", pushToken: "coalesced-token", environment: .development,
+            bundleID: "com.example.app", now: now
+        )
+        var lastETA = now
+        for step in 1...100 {
+            lastETA = now.addingTimeInterval(1800 + Double(step) * 60)
+            _ = try store.change(orderID: "o-3", now: now) { current throws(OrderError) in
+                try current.changingEstimatedArrival(to: lastETA, by: .admin, at: now)
+            }
+        }
+        let worker = PushWorker(
+            store: store, sender: try APNsClient(caFile: simulator.caFile),
+            tokens: ProviderTokenCache(
+                key: try P256SigningKey(pem: testKeyPEM), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
+            configuration: PusherConfiguration(developmentURL: simulator.baseURL, productionURL: simulator.baseURL)
+        )
+        #expect(try await worker.runOnce(now: Date()) == 1)
+        let records = try simulator.records()
+        try #require(records.count == 1)
+        // The projection rounds ETAs to the minute and writes seconds since 2001-01-01.
+        let roundedUnix = (lastETA.timeIntervalSince1970 / 60).rounded() * 60
+        let expected = Int(roundedUnix - Date.timeIntervalBetween1970AndReferenceDate)
+        #expect((records[0]["payload"] as? String)?.contains(#""estimatedArrival":\#(expected)"#) == true)
+        #expect(try await worker.runOnce(now: Date()) == 0)
+    }
+}
