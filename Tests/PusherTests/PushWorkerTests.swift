@@ -4,6 +4,18 @@ import Pusher
 import Storage
 import Testing
 
+/// Stores a placed order of customer c-1 with an ETA 30 minutes after `now`.
+func createOrder(in store: Database, id: String, number: String, at now: Date) throws {
+    let draft = OrderDraft(
+        number: number, merchantName: "Pizza Roma", items: [.init(name: "Tea", quantity: 1, price: 2)],
+        customer: .init(id: "c-1", name: "Ana", phone: "+49 30 1234567", locale: "en"), address: "Somewhere 1",
+        payment: .init(method: "cash", brand: nil, last4: nil), estimatedArrival: now.addingTimeInterval(1800),
+        note: nil
+    )
+    let (order, event) = try draft.validated(id: id, merchantID: "m-1", by: .admin, at: now)
+    _ = try store.createOrder(order, event: event, trackingTokenHash: nil, now: now)
+}
+
 @Suite("Push worker: outbox to APNs simulator", .serialized)
 struct PushWorkerTests {
     /// A status change reaches the live activity as one update; a token APNs reports unregistered is
@@ -17,14 +29,7 @@ struct PushWorkerTests {
         try simulator.script(["dead-token": ["status": 410, "reason": "Unregistered", "timestamp": 4_102_444_800_000]])
 
         let now = Date()
-        let draft = OrderDraft(
-            number: "A-1", merchantName: "Pizza Roma", items: [.init(name: "Tea", quantity: 1, price: 2)],
-            customer: .init(id: "c-1", name: "Ana", phone: "+49 30 1234567", locale: "en"), address: "Somewhere 1",
-            payment: .init(method: "cash", brand: nil, last4: nil), estimatedArrival: now.addingTimeInterval(1800),
-            note: nil
-        )
-        let (order, event) = try draft.validated(id: "o-1", merchantID: "m-1", by: .admin, at: now)
-        _ = try store.createOrder(order, event: event, trackingTokenHash: nil, now: now)
+        try createOrder(in: store, id: "o-1", number: "A-1", at: now)
         for (activity, token) in [("live", "live-token"), ("dead", "dead-token")] {
             _ = try store.registerActivity(
                 orderID: "o-1", activityID: activity, pushToken: token, environment: .development,
@@ -80,14 +85,7 @@ struct LogSenderTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = try Database.open(StorageConfiguration(dataDirectory: directory))
         let now = Date()
-        let draft = OrderDraft(
-            number: "A-2", merchantName: "Pizza Roma", items: [.init(name: "Tea", quantity: 1, price: 2)],
-            customer: .init(id: "c-1", name: "Ana", phone: "+49 30 1234567", locale: "en"), address: "Somewhere 1",
-            payment: .init(method: "cash", brand: nil, last4: nil), estimatedArrival: now.addingTimeInterval(1800),
-            note: nil
-        )
-        let (order, event) = try draft.validated(id: "o-2", merchantID: "m-1", by: .admin, at: now)
-        _ = try store.createOrder(order, event: event, trackingTokenHash: nil, now: now)
+        try createOrder(in: store, id: "o-2", number: "A-2", at: now)
         _ = try store.registerActivity(
             orderID: "o-2", activityID: "a", pushToken: "0123456789abcdef0123", environment: .production,
             bundleID: "com.example.app", now: now
@@ -122,14 +120,7 @@ struct CoalescingTests {
         let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
         defer { simulator.stop() }
         let now = Date()
-        let draft = OrderDraft(
-            number: "A-3", merchantName: "Pizza Roma", items: [.init(name: "Tea", quantity: 1, price: 2)],
-            customer: .init(id: "c-1", name: "Ana", phone: "+49 30 1234567", locale: "en"), address: "Somewhere 1",
-            payment: .init(method: "cash", brand: nil, last4: nil), estimatedArrival: now.addingTimeInterval(1800),
-            note: nil
-        )
-        let (order, event) = try draft.validated(id: "o-3", merchantID: "m-1", by: .admin, at: now)
-        _ = try store.createOrder(order, event: event, trackingTokenHash: nil, now: now)
+        try createOrder(in: store, id: "o-3", number: "A-3", at: now)
         _ = try store.registerActivity(
             orderID: "o-3", activityID: "a", pushToken: "coalesced-token", environment: .development,
             bundleID: "com.example.app", now: now
