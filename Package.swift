@@ -40,6 +40,9 @@ let package = Package(
         .target(name: "OrderDomain", swiftSettings: strictSettings),
         .target(name: "Projection", dependencies: ["OrderDomain"], swiftSettings: strictSettings),
 
+        // OpenSSL behind Swift types: ES256 signing, SHA-256, secrets.
+        .target(name: "Cryptography", dependencies: ["COpenSSL"], swiftSettings: strictSettings),
+
         // The edges.
         .target(name: "HTTPServer", dependencies: ["CLinuxShim"], swiftSettings: strictSettings),
         .target(
@@ -51,17 +54,17 @@ let package = Package(
         ),
         .target(
             name: "Pusher",
-            dependencies: ["OrderDomain", "Projection", "Storage", "CCurl", "COpenSSL"],
+            dependencies: ["OrderDomain", "Projection", "Storage", "Cryptography", "CCurl"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "DeliveryAPI",
-            dependencies: ["OrderDomain", "Projection", "HTTPServer", "Storage", "Pusher"],
+            dependencies: ["OrderDomain", "Projection", "HTTPServer", "Storage", "Pusher", "Cryptography"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "deliveryd",
-            dependencies: ["DeliveryAPI", "Projection", "Pusher", "Storage", "HTTPServer"],
+            dependencies: ["DeliveryAPI", "Projection", "Pusher", "Storage", "HTTPServer", "Cryptography"],
             swiftSettings: strictSettings
         ),
 
@@ -83,6 +86,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strictSettings),
 
         .testTarget(name: "OrderDomainTests", dependencies: ["OrderDomain"], swiftSettings: strictSettings),
+        .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"], swiftSettings: strictSettings),
         .testTarget(name: "ProjectionTests", dependencies: ["Projection"], swiftSettings: strictSettings),
         .testTarget(
             name: "StorageTests",
@@ -98,7 +102,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PusherTests",
-            dependencies: ["Pusher", "Storage", "OrderDomain", "Projection", "TestSupport"],
+            dependencies: ["Pusher", "Storage", "OrderDomain", "Projection", "Cryptography", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,3 +1,4 @@
+import Cryptography
 import DeliveryAPI
 import Foundation
 import HTTPServer

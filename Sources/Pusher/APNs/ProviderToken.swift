@@ -1,3 +1,4 @@
+public import Cryptography
 public import Foundation
 
 /// The APNs provider token: a JWT with `alg` ES256, `kid` the key id, `iss` the team id, `iat` now.

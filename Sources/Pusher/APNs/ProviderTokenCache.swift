@@ -1,3 +1,4 @@
+public import Cryptography
 public import Foundation
 
 /// Holds the one provider token of an APNs key and decides when to mint the next.

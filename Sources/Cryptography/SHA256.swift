@@ -1,0 +1,63 @@
+internal import COpenSSL
+
+/// SHA-256 digests, for storing secrets (API keys, tracking tokens) and fingerprinting request bodies.
+public enum SHA256 {
+    /// The 32-byte digest of `bytes`.
+    public static func digest(_ bytes: some Collection<UInt8>) -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
+        let contiguous = Array(bytes)
+        contiguous.withUnsafeBufferPointer { input in
+            output.withUnsafeMutableBufferPointer { out in
+                // One-shot EVP_Digest never fails for SHA-256 on valid buffers; a failure is an OpenSSL bug.
+                let result = EVP_Digest(input.baseAddress, input.count, out.baseAddress, nil, EVP_sha256(), nil)
+                precondition(result == 1, "EVP_Digest(SHA-256) failed")
+            }
+        }
+        return output
+    }
+
+    /// The digest as 64 lowercase hex digits, the form the database stores.
+    public static func hexDigest(_ bytes: some Collection<UInt8>) -> String {
+        Hex.encode(digest(bytes))
+    }
+}
+
+/// Lowercase hexadecimal text of bytes.
+public enum Hex {
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    public static func encode(_ bytes: some Collection<UInt8>) -> String {
+        var text = [UInt8]()
+        text.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+}
+
+/// Secrets compared without leaking, through timing, how many leading bytes matched.
+public enum ConstantTime {
+    /// Whether `a` and `b` are equal; the time depends only on their lengths.
+    public static func equals(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for (left, right) in zip(a, b) { difference |= left ^ right }
+        return difference == 0
+    }
+}
+
+/// Random secrets from the operating system's CSPRNG (`getrandom` on Linux).
+public enum SecureRandom {
+    /// `count` random bytes.
+    public static func bytes(_ count: Int) -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+    }
+
+    /// A random token of `byteCount` bytes as lowercase hex, e.g. for API keys and tracking tokens.
+    public static func hexToken(byteCount: Int = 32) -> String {
+        Hex.encode(bytes(byteCount))
+    }
+}
