@@ -64,7 +64,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "deliveryd",
-            dependencies: ["DeliveryAPI", "Projection", "Pusher", "Storage", "HTTPServer", "Cryptography"],
+            dependencies: [
+                "DeliveryAPI", "OrderDomain", "Projection", "Pusher", "Storage", "HTTPServer", "Cryptography",
+            ],
             swiftSettings: strictSettings
         ),
 

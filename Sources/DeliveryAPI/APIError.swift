@@ -1,54 +1,131 @@
 public import HTTPServer
+import OrderDomain
+import Storage
 
-/// An error as clients see it: a stable code, the HTTP status it travels with, and a message.
+/// An error as clients see it: a stable code, the HTTP status it travels with, a message, and details.
 ///
-/// This is the single place where errors become HTTP statuses.
-public struct APIError: Error, Sendable, Equatable {
-    public let status: Int
-    public let code: String
-    public let message: String
+/// This is the single place where errors become HTTP statuses; equality compares code and status.
+public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The stable codes of `docs/openapi.yaml`; clients switch on these.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable {
+            case badRequest = "bad_request"
+            case invalidJSON = "invalid_json"
+            case validationFailed = "validation_failed"
+            case unauthorized
+            case forbidden
+            case notFound = "not_found"
+            case methodNotAllowed = "method_not_allowed"
+            case conflict
+            case illegalTransition = "illegal_transition"
+            case orderClosed = "order_closed"
+            case idempotencyMismatch = "idempotency_mismatch"
+            case payloadTooLarge = "payload_too_large"
+            case unsupportedMediaType = "unsupported_media_type"
+            case rateLimited = "rate_limited"
+            case notReady = "not_ready"
+            case `internal`
+        }
 
-    public init(status: Int, code: String, message: String) {
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        public static let badRequest = Code(.badRequest)
+        public static let invalidJSON = Code(.invalidJSON)
+        public static let validationFailed = Code(.validationFailed)
+        public static let unauthorized = Code(.unauthorized)
+        public static let forbidden = Code(.forbidden)
+        public static let notFound = Code(.notFound)
+        public static let methodNotAllowed = Code(.methodNotAllowed)
+        public static let conflict = Code(.conflict)
+        public static let illegalTransition = Code(.illegalTransition)
+        public static let orderClosed = Code(.orderClosed)
+        public static let idempotencyMismatch = Code(.idempotencyMismatch)
+        public static let payloadTooLarge = Code(.payloadTooLarge)
+        public static let unsupportedMediaType = Code(.unsupportedMediaType)
+        public static let rateLimited = Code(.rateLimited)
+        public static let notReady = Code(.notReady)
+        public static let `internal` = Code(.internal)
+
+        public var rawValue: String { base.rawValue }
+        public var description: String { base.rawValue }
+    }
+
+    public let status: Int
+    public let code: Code
+    public let message: String
+    let details: [String: JSONValue]
+
+    init(_ status: Int, _ code: Code, _ message: String, details: [String: JSONValue] = [:]) {
         self.status = status
         self.code = code
         self.message = message
+        self.details = details
     }
 
-    public static func notFound(_ message: String = "no such resource") -> APIError {
-        APIError(status: 404, code: "not_found", message: message)
-    }
-
-    public static func methodNotAllowed() -> APIError {
-        APIError(status: 405, code: "method_not_allowed", message: "method not allowed on this resource")
-    }
-
-    /// `{"error":{"code":…,"message":…}}`, the body every error response carries.
-    public var response: HTTPResponse {
-        .json(
-            status, Array(#"{"error":{"code":\#(JSONText.quoted(code)),"message":\#(JSONText.quoted(message))}}"#.utf8))
-    }
+    public var description: String { "\(status) \(code): \(message)" }
 
     public static func == (lhs: APIError, rhs: APIError) -> Bool { lhs.code == rhs.code && lhs.status == rhs.status }
-}
 
-/// Writes JSON string literals by hand for the few fixed bodies that need no encoder.
-enum JSONText {
-    static func quoted(_ text: String) -> String {
-        var result = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            case _ where scalar.value < 0x20:
-                result +=
-                    "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
-                    + String(scalar.value, radix: 16)
-            default: result.unicodeScalars.append(scalar)
-            }
+    /// `{"error":{"code":…,"message":…,"details":{…}}}`, the body every error response carries.
+    public var response: HTTPResponse {
+        var error: [String: JSONValue] = ["code": .string(code.rawValue), "message": .string(message)]
+        if !details.isEmpty { error["details"] = .object(details) }
+        var response = HTTPResponse.json(status, JSONValue.object(["error": .object(error)]).encoded)
+        if status == 401 { response.headers.append(("WWW-Authenticate", #"Bearer realm="deliveryd""#)) }
+        return response
+    }
+
+    static func badRequest(_ message: String) -> APIError { APIError(400, .badRequest, message) }
+    static func invalidJSON(_ message: String) -> APIError { APIError(400, .invalidJSON, message) }
+    static func unauthorized(_ message: String) -> APIError { APIError(401, .unauthorized, message) }
+    static func forbidden(_ message: String) -> APIError { APIError(403, .forbidden, message) }
+    static func notFound(_ message: String = "no such resource") -> APIError { APIError(404, .notFound, message) }
+    static func conflict(_ message: String) -> APIError { APIError(409, .conflict, message) }
+    static func unsupportedMediaType() -> APIError {
+        APIError(415, .unsupportedMediaType, "the body must be JSON (Content-Type: application/json)")
+    }
+    static func idempotencyMismatch() -> APIError {
+        APIError(
+            422, .idempotencyMismatch, "this Idempotency-Key was used with a different request; use a new key")
+    }
+    static func internalError() -> APIError { APIError(500, .internal, "internal error") }
+
+    public static func notReady() -> APIError { APIError(503, .notReady, "the database cannot be read") }
+
+    /// `422 validation_failed` naming every bad field.
+    static func validationFailed(_ issues: [FieldIssue]) -> APIError {
+        APIError(
+            422, .validationFailed, issues.map(\.description).joined(separator: "; "),
+            details: [
+                "fields": .array(
+                    issues.map { .object(["field": .string($0.field), "problem": .string($0.problem)]) })
+            ]
+        )
+    }
+
+    /// The HTTP form of a domain refusal.
+    init(_ error: OrderError) {
+        var details: [String: JSONValue] = [:]
+        if let current = error.currentStatus { details["currentStatus"] = .string(current.rawValue) }
+        switch error.code {
+        case .notFound: self.init(404, .notFound, error.message)
+        case .forbidden: self.init(403, .forbidden, error.message)
+        case .orderClosed: self.init(409, .orderClosed, error.message, details: details)
+        case .illegalTransition: self.init(409, .illegalTransition, error.message, details: details)
+        default: self = .validationFailed(error.fieldIssues)
         }
-        return result + "\""
+    }
+
+    /// The HTTP form of a storage failure: the domain's refusal, `503` when the disk is full or the
+    /// database is busy (the client may retry), else `500`.
+    init(_ error: StorageError) {
+        if let domain = error.domainError {
+            self.init(domain)
+        } else if error.isFull || error.isBusy {
+            self.init(503, .internal, "the service cannot store this now; retry later")
+        } else {
+            self = .internalError()
+        }
     }
 }

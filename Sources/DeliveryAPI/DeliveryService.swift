@@ -1,12 +1,62 @@
+public import FoundationEssentials
 public import HTTPServer
+import OrderDomain
+public import Projection
+public import Pusher
 public import Storage
 
-/// The HTTP face of deliveryd: the routes and what they answer.
-public struct DeliveryService: Sendable {
-    private let store: any DeliveryStore
+/// What the API needs beyond storage: how to project orders and which app is the default.
+public struct DeliveryServiceConfiguration: Sendable {
+    public var projection: ProjectionConfiguration
+    /// The bundle id an activity or push-to-start registration gets when it names none; `nil`
+    /// makes `bundleId` required.
+    public var defaultBundleID: String?
+    /// How long a response is replayed for its `Idempotency-Key`.
+    public var idempotencyLifetime: TimeInterval
 
-    public init(store: any DeliveryStore) {
+    /// - Parameters:
+    ///   - projection: default `ProjectionConfiguration()`.
+    ///   - defaultBundleID: default none.
+    ///   - idempotencyLifetime: default 24 hours.
+    public init(
+        projection: ProjectionConfiguration = ProjectionConfiguration(), defaultBundleID: String? = nil,
+        idempotencyLifetime: TimeInterval = 86_400
+    ) {
+        self.projection = projection
+        self.defaultBundleID = defaultBundleID
+        self.idempotencyLifetime = idempotencyLifetime
+    }
+}
+
+/// The HTTP face of deliveryd: authentication, decoding, and the routes of `docs/openapi.yaml`.
+///
+/// Handlers are synchronous and run on the server's handler pool; every write is one storage
+/// transaction, answered only after it commits, and wakes the pusher when it queued pushes.
+public struct DeliveryService: Sendable {
+    let store: any DeliveryStore
+    let configuration: DeliveryServiceConfiguration
+    let projector: LiveActivityProjector
+    let outboxSignal: OutboxSignal?
+    let idempotency: Idempotency
+    let clock: @Sendable () -> Date
+    let logError: @Sendable (String) -> Void
+
+    /// - Parameters:
+    ///   - outboxSignal: woken after a commit that queued pushes; `nil` leaves the pusher to its poll.
+    ///   - clock: the time of each request (tests pass a fixed one).
+    ///   - logError: where unexpected failures are reported; clients only see `500 internal`.
+    public init(
+        store: any DeliveryStore, configuration: DeliveryServiceConfiguration = DeliveryServiceConfiguration(),
+        outboxSignal: OutboxSignal? = nil, clock: @escaping @Sendable () -> Date = { Date() },
+        logError: @escaping @Sendable (String) -> Void = { _ in }
+    ) {
         self.store = store
+        self.configuration = configuration
+        self.projector = LiveActivityProjector(configuration: configuration.projection)
+        self.outboxSignal = outboxSignal
+        self.idempotency = Idempotency(store: store, lifetime: configuration.idempotencyLifetime)
+        self.clock = clock
+        self.logError = logError
     }
 
     /// Every route of the service.
@@ -21,9 +71,96 @@ public struct DeliveryService: Sendable {
                 _ = try store.outboxDepth()
                 return .json(200, Array(#"{"status":"ready"}"#.utf8))
             } catch {
-                return APIError(status: 503, code: "not_ready", message: "the database cannot be read").response
+                return APIError.notReady().response
             }
         }
+
+        route(&router, "POST", "/v1/orders", idempotent: true, createOrder)
+        route(&router, "GET", "/v1/orders/{id}", showOrder)
+        route(&router, "POST", "/v1/orders/{id}/status", idempotent: true, changeStatus)
+        route(&router, "PATCH", "/v1/orders/{id}/eta", idempotent: true, changeEstimatedArrival)
+        route(&router, "PUT", "/v1/orders/{id}/rider", idempotent: true, assignRider)
+        route(&router, "GET", "/v1/orders/{id}/live-activity", showLiveActivity)
+        route(&router, "GET", "/v1/orders/{id}/pushes", showPushes)
+        route(&router, "PUT", "/v1/orders/{id}/activities/{activityId}", idempotent: true, registerActivity)
+        route(&router, "DELETE", "/v1/orders/{id}/activities/{activityId}", endActivity)
+        route(
+            &router, "PUT", "/v1/customers/{customerId}/push-to-start/{deviceId}", idempotent: true, registerPushToStart
+        )
+
+        route(&router, "POST", "/v1/admin/keys", createKey)
+        route(&router, "GET", "/v1/admin/keys", listKeys)
+        route(&router, "DELETE", "/v1/admin/keys/{id}", revokeKey)
+        route(&router, "GET", "/v1/admin/dead-letters", listDeadLetters)
+        route(&router, "POST", "/v1/admin/dead-letters/replay", idempotent: true, replayDeadLetters)
         return router
+    }
+
+    /// One authenticated endpoint: what a handler gets.
+    struct Call {
+        let request: HTTPRequest
+        let caller: Caller
+        let now: Date
+
+        func parameter(_ name: String) -> String { request.pathParameters[name] ?? "" }
+    }
+
+    private func route(
+        _ router: inout Router, _ method: String, _ pattern: String, idempotent: Bool = false,
+        _ handler: @escaping @Sendable (Call) throws -> HTTPResponse
+    ) {
+        let service = self
+        router.add(method, pattern) { request in
+            service.respond(to: request, idempotent: idempotent, handler)
+        }
+    }
+
+    /// Authenticates, runs the handler, and turns every failure into its error response.
+    private func respond(
+        to request: HTTPRequest, idempotent: Bool, _ handler: (Call) throws -> HTTPResponse
+    ) -> HTTPResponse {
+        do {
+            let caller = try Credentials.authenticate(request.header("Authorization"), store: store)
+            let call = Call(request: request, caller: caller, now: clock())
+            guard idempotent else { return try handler(call) }
+            return try idempotency.perform(request, scope: caller.idempotencyScope, now: call.now) {
+                try handler(call)
+            }
+        } catch let error as APIError {
+            return error.response
+        } catch let error as StorageError {
+            if error.domainError == nil { logError("storage failure on \(request.method) \(request.path): \(error)") }
+            return APIError(error).response
+        } catch let error as OrderError {
+            return APIError(error).response
+        } catch {
+            logError("unexpected failure on \(request.method) \(request.path): \(error)")
+            return APIError.internalError().response
+        }
+    }
+
+    /// The JSON object of a request body.
+    /// - Throws: `415` unless the body is declared JSON, `400 invalid_json` unless it is an object.
+    func jsonObject(_ request: HTTPRequest) throws(APIError) -> [String: JSONValue] {
+        guard let type = request.header("Content-Type")?.lowercased(),
+            let mediaType = type.split(separator: ";").first?.trimmingWhitespace(),
+            mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json"))
+        else { throw .unsupportedMediaType() }
+        return try FieldReader.object(request.body)
+    }
+
+    func json(_ status: Int, _ value: JSONValue) -> HTTPResponse {
+        .json(status, value.encoded)
+    }
+
+    /// Wakes the pusher after a commit that queued pushes.
+    func wakePusher(_ queued: Int) {
+        if queued > 0 { outboxSignal?.notify() }
+    }
+}
+
+extension Substring {
+    fileprivate func trimmingWhitespace() -> String {
+        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
     }
 }

@@ -63,6 +63,24 @@ public final class PushWorker {
         let registeredAt: Date
     }
 
+    /// Drains the outbox until the task is cancelled: a batch whenever `signal` fires, and at least
+    /// every `idlePoll` for retries that fall due.
+    ///
+    /// A failed batch is logged through `onError` and retried a second later; its rows come back
+    /// when their leases expire, so nothing is lost.
+    public func run(
+        signal: OutboxSignal, idlePoll: Duration = .seconds(1), onError: @Sendable (any Error) -> Void
+    ) async {
+        while !Task.isCancelled {
+            do {
+                if try await runOnce(now: Date()) == 0 { await signal.wait(timeout: idlePoll) }
+            } catch {
+                onError(error)
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+    }
+
     /// Processes one batch of due rows; returns how many rows it finished or rescheduled.
     /// - Throws: `StorageError` when the database fails (the rows' leases bring them back).
     @discardableResult

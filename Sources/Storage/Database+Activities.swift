@@ -11,11 +11,20 @@ extension Database {
     ///
     /// A re-registration keeps the activity's start time (its 8-hour lifetime runs from the first one)
     /// and stamps `registeredAt`, so that an older 410 cannot remove the new token.
+    /// - Throws: `StorageError` with the domain's `not_found` for a missing order, `order_closed` for a
+    ///   delivered or cancelled one (checked in the same transaction, so no token slips in after the end).
     public func registerActivity(
         orderID: String, activityID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
         now: Date
     ) throws(StorageError) -> ActivityRecord {
         try write { connection in
+            let status = try connection.cached("SELECT status FROM orders WHERE id = ?").firstRow([.text(orderID)]) {
+                OrderStatus(rawValue: $0.text(0) ?? "")
+            }
+            guard let status else { throw OrderError(.notFound, "order not found") }
+            if let status, status.isTerminal {
+                throw OrderError(.orderClosed, "order is \(status.rawValue)", currentStatus: status)
+            }
             try connection.cached(
                 """
                 INSERT INTO activities (order_id, activity_id, push_token, environment, bundle_id, started_at, registered_at)

@@ -48,6 +48,19 @@ public protocol DeliveryStore: Sendable {
     func pushLog(orderID: String) throws(StorageError) -> [PushAttempt]
     func acceptedHighPriorityPushes(orderID: String, targetID: String, since: Date) throws(StorageError) -> Int
 
+    // Access: API keys and idempotent replays.
+    func createAPIKey(_ key: APIKeyRecord) throws(StorageError)
+    func upsertAPIKey(_ key: APIKeyRecord) throws(StorageError)
+    func apiKey(id: String) throws(StorageError) -> APIKeyRecord?
+    func apiKeys() throws(StorageError) -> [APIKeyRecord]
+    func activeAPIKeyCount(role: APIKeyRole) throws(StorageError) -> Int
+    @discardableResult
+    func revokeAPIKey(id: String, now: Date) throws(StorageError) -> Bool
+    func idempotentResponse(principal: String, key: String, now: Date) throws(StorageError) -> IdempotentResponse?
+    func saveIdempotentResponse(
+        principal: String, key: String, response: IdempotentResponse, expiresAt: Date, now: Date
+    ) throws(StorageError)
+
     // Maintenance.
     func prune(now: Date, policy: RetentionPolicy) throws(StorageError) -> PruneReport
     func backup(to path: String) throws(StorageError)

@@ -18,6 +18,10 @@ struct Configuration: Sendable {
     var dateEncoding = "reference"
     var synchronous = "full"
     var accessLog = true
+    var maxBodyBytes = 1024 * 1024
+    var maxConnections = 20_000
+    var requestTimeoutSeconds = 10
+    var idleTimeoutSeconds = 60
 
     /// One setting: its flag, its environment variable, its help line, and how to apply a value.
     struct Setting: Sendable {
@@ -146,7 +150,40 @@ struct Configuration: Sendable {
                 config.accessLog = value == "on"
             }, current: { $0.accessLog ? "on" : "off" }
         ),
+        integerSetting(
+            flag: "--max-body-bytes", environment: "DELIVERYD_MAX_BODY_BYTES", range: 1024...64 * 1024 * 1024,
+            help: "largest request body; larger gets 413 (default 1048576)", keyPath: \.maxBodyBytes
+        ),
+        integerSetting(
+            flag: "--max-connections", environment: "DELIVERYD_MAX_CONNECTIONS", range: 16...1_000_000,
+            help: "open client connections at most (default 20000)", keyPath: \.maxConnections
+        ),
+        integerSetting(
+            flag: "--request-timeout", environment: "DELIVERYD_REQUEST_TIMEOUT", range: 1...600,
+            help: "seconds a client may take to send one request (default 10)", keyPath: \.requestTimeoutSeconds
+        ),
+        integerSetting(
+            flag: "--idle-timeout", environment: "DELIVERYD_IDLE_TIMEOUT", range: 1...3600,
+            help: "seconds an idle keep-alive connection is kept (default 60)", keyPath: \.idleTimeoutSeconds
+        ),
     ]
+
+    /// A whole-number setting within `range`.
+    private static func integerSetting(
+        flag: String, environment: String, range: ClosedRange<Int>, help: String,
+        keyPath: any WritableKeyPath<Configuration, Int> & Sendable
+    ) -> Setting {
+        Setting(
+            flag: flag, environment: environment, placeholder: "N", help: help, isSecret: false,
+            apply: { config, value throws(ConfigurationError) in
+                guard let number = Int(value), range.contains(number) else {
+                    throw .invalid(
+                        flag, value, "expected a whole number from \(range.lowerBound) to \(range.upperBound)")
+                }
+                config[keyPath: keyPath] = number
+            }, current: { String($0[keyPath: keyPath]) }
+        )
+    }
 
     /// Reads flags (`--flag value` or `--flag=value`) over environment variables over defaults.
     /// - Throws: `ConfigurationError` naming the flag or variable that is unknown, missing a value or invalid.
@@ -201,6 +238,9 @@ struct Configuration: Sendable {
 
             usage: deliveryd [options]
                    deliveryd backup PATH [--data-dir DIR]   write a consistent copy of the database to PATH
+                   deliveryd keys create --role merchant|rider|admin [--merchant ID] [--rider ID] [--data-dir DIR]
+                   deliveryd keys list [--data-dir DIR]
+                   deliveryd keys revoke ID [--data-dir DIR]
 
             options (each also read from the environment variable shown):
 

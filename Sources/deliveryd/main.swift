@@ -17,7 +17,15 @@ func printError(_ line: String) {
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 var backupPath: String?
-if arguments.first == "backup" {
+var keysAction: KeysCommand.Action?
+if arguments.first == "keys" {
+    guard let (action, rest) = KeysCommand.parse(Array(arguments.dropFirst())) else {
+        printError(KeysCommand.usage)
+        exit(2)
+    }
+    keysAction = action
+    arguments = rest
+} else if arguments.first == "backup" {
     guard arguments.count >= 2, !arguments[1].hasPrefix("--") else {
         printError("usage: deliveryd backup PATH [--data-dir DIR]")
         exit(2)
@@ -69,6 +77,24 @@ if let backupPath {
     }
 }
 
+if let keysAction {
+    exit(KeysCommand.run(keysAction, store: storage))
+}
+
+do {
+    let now = Date()
+    if let adminKey = configuration.adminKey {
+        try storage.upsertAPIKey(Credentials.configuredAdminKey(adminKey, now: now))
+    } else if try storage.activeAPIKeyCount(role: .admin) == 0 {
+        let (key, record) = Credentials.newAPIKey(role: .admin, merchantID: nil, riderID: nil, now: now)
+        try storage.createAPIKey(record)
+        printError("deliveryd: created the first admin key (shown only now, store it): \(key)")
+    }
+} catch {
+    printError("deliveryd: cannot set up the admin key: \(error)")
+    exit(1)
+}
+
 /// Prunes what the retention policy no longer keeps, once at start and then every hour.
 let pruneTimer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
 pruneTimer.schedule(deadline: .now(), repeating: .seconds(3600))
@@ -97,11 +123,28 @@ checkpointTimer.setEventHandler {
 }
 checkpointTimer.resume()
 
-let service = DeliveryService(store: storage)
+let projectionConfiguration = ProjectionConfiguration(
+    dateEncoding: configuration.dateEncoding == "unix" ? .unix : .reference,
+    dismissalDelay: Double(configuration.dismissalDelaySeconds)
+)
+let outboxSignal = OutboxSignal()
+let service = DeliveryService(
+    store: storage,
+    configuration: DeliveryServiceConfiguration(
+        projection: projectionConfiguration, defaultBundleID: configuration.apnsTopic),
+    outboxSignal: outboxSignal,
+    logError: { printError("deliveryd: \($0)") }
+)
 let server: HTTPServer
 do {
     server = try HTTPServer(
-        configuration: HTTPServerConfiguration(address: configuration.listen),
+        configuration: HTTPServerConfiguration(
+            address: configuration.listen,
+            limits: HTTPLimits(maxBodyBytes: configuration.maxBodyBytes),
+            requestTimeout: Double(configuration.requestTimeoutSeconds),
+            idleTimeout: Double(configuration.idleTimeoutSeconds),
+            maxConnections: configuration.maxConnections
+        ),
         router: service.router(),
         accessLog: configuration.accessLog ? AccessLogWriter.write : nil
     )
@@ -153,10 +196,7 @@ if let keyFile = configuration.apnsKeyFile {
 }
 let pusherConfiguration = PusherConfiguration(
     developmentURL: configuration.apnsDevelopmentURL, productionURL: configuration.apnsProductionURL,
-    projection: ProjectionConfiguration(
-        dateEncoding: configuration.dateEncoding == "unix" ? .unix : .reference,
-        dismissalDelay: Double(configuration.dismissalDelaySeconds)
-    )
+    projection: projectionConfiguration
 )
 
 /// The push worker drains the outbox; a crash or stop mid-batch loses nothing (leases expire).
@@ -175,13 +215,8 @@ Task.detached {
         sender = LogSender()
     }
     let worker = PushWorker(store: storage, sender: sender, tokens: tokens, configuration: pusherConfiguration)
-    while true {
-        do {
-            if try await worker.runOnce(now: Date()) == 0 { try await Task.sleep(for: .milliseconds(100)) }
-        } catch {
-            printError("deliveryd: pusher batch failed: \(error)")
-            try? await Task.sleep(for: .seconds(1))
-        }
+    await worker.run(signal: outboxSignal) { error in
+        printError("deliveryd: pusher batch failed: \(error)")
     }
 }
 dispatchMain()

@@ -140,4 +140,9 @@ package struct SQLiteRow {
         if case .text(let value) = self[index] { return value }
         return nil
     }
+
+    package func blob(_ index: Int) -> [UInt8]? {
+        if case .blob(let value) = self[index] { return value }
+        return nil
+    }
 }

@@ -1,0 +1,103 @@
+import Cryptography
+public import FoundationEssentials
+import OrderDomain
+public import Storage
+
+/// Who is calling: staff with an API key, or a customer holding one order's tracking token.
+enum Caller: Sendable, Hashable {
+    case staff(Principal, keyID: String)
+    case customer(orderID: String)
+
+    /// The namespace of this caller's idempotency keys: two callers never share one.
+    var idempotencyScope: String {
+        switch self {
+        case .staff(_, let keyID): "key:" + keyID
+        case .customer(let orderID): "order:" + orderID
+        }
+    }
+}
+
+/// How secrets look on the wire and how they are checked.
+///
+/// - API keys are `dk_<id>_<secret>`: the id finds the stored row, then the SHA-256 of the whole key
+///   is compared in constant time with the stored hash, so response times say nothing about how
+///   much of a guess was right. The key itself is never stored.
+/// - The admin key given by configuration may have any form; it is the row `configured-admin`.
+/// - Tracking tokens are `dt_` and 64 hex digits (256 random bits); the order row keeps their SHA-256,
+///   looked up through a unique index: a guess costs a hash before it reaches the index.
+public enum Credentials {
+    static let apiKeyPrefix = "dk_"
+    static let trackingTokenPrefix = "dt_"
+    /// The row of the admin key set by `--admin-key`.
+    static let configuredAdminKeyID = "configured-admin"
+
+    /// A new API key with its id and the record to store.
+    public static func newAPIKey(role: APIKeyRole, merchantID: String?, riderID: String?, now: Date)
+        -> (key: String, record: APIKeyRecord)
+    {
+        let id = "k" + SecureRandom.hexToken(byteCount: 6)
+        let key = apiKeyPrefix + id + "_" + SecureRandom.hexToken(byteCount: 24)
+        return (
+            key,
+            APIKeyRecord(
+                id: id, keyHash: SHA256.hexDigest(Array(key.utf8)), role: role, merchantID: merchantID,
+                riderID: riderID, createdAt: now)
+        )
+    }
+
+    /// The record that makes `key` (from `--admin-key`) an admin key.
+    public static func configuredAdminKey(_ key: String, now: Date) -> APIKeyRecord {
+        APIKeyRecord(
+            id: configuredAdminKeyID, keyHash: SHA256.hexDigest(Array(key.utf8)), role: .admin, merchantID: nil,
+            riderID: nil, createdAt: now)
+    }
+
+    /// The random part of a new order id: 16 hex digits, unguessable enough that ids reveal no volume.
+    static func newOrderIDSuffix() -> String { SecureRandom.hexToken(byteCount: 8) }
+
+    /// A new tracking token and the hash the order keeps.
+    static func newTrackingToken() -> (token: String, hash: String) {
+        let token = trackingTokenPrefix + SecureRandom.hexToken(byteCount: 32)
+        return (token, SHA256.hexDigest(Array(token.utf8)))
+    }
+
+    /// Identifies the caller of a request.
+    /// - Throws: `401 unauthorized` for a missing, malformed, unknown or revoked credential.
+    static func authenticate(_ authorization: String?, store: any DeliveryStore) throws(APIError) -> Caller {
+        guard let authorization else { throw .unauthorized("send Authorization: Bearer <key or tracking token>") }
+        let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            throw .unauthorized("the Authorization header must be Bearer <key or tracking token>")
+        }
+        let secret = String(parts[1])
+        let presentedHash = SHA256.digest(Array(secret.utf8))
+        do {
+            if secret.hasPrefix(trackingTokenPrefix) {
+                guard let order = try store.order(trackingTokenHash: Hex.encode(presentedHash)) else {
+                    throw APIError.unauthorized("unknown tracking token")
+                }
+                return .customer(orderID: order.id)
+            }
+            let keyID: String
+            if secret.hasPrefix(apiKeyPrefix), let separator = secret.dropFirst(3).firstIndex(of: "_") {
+                keyID = String(secret[secret.index(secret.startIndex, offsetBy: 3)..<separator])
+            } else {
+                keyID = configuredAdminKeyID
+            }
+            guard let record = try store.apiKey(id: keyID), record.revokedAt == nil,
+                ConstantTime.equals(Array(Hex.encode(presentedHash).utf8), Array(record.keyHash.utf8))
+            else { throw APIError.unauthorized("unknown or revoked API key") }
+            switch record.role {
+            case .admin: return .staff(.admin, keyID: record.id)
+            case .merchant: return .staff(.merchant(id: record.merchantID ?? ""), keyID: record.id)
+            case .rider: return .staff(.rider(id: record.riderID ?? ""), keyID: record.id)
+            }
+        } catch let error as APIError {
+            throw error
+        } catch let error as StorageError {
+            throw APIError(error)
+        } catch {
+            throw .internalError()
+        }
+    }
+}

@@ -1,0 +1,114 @@
+import HTTPServer
+public import OrderDomain
+public import Storage
+
+extension DeliveryService {
+    /// `POST /v1/admin/keys`: `{role, merchantId?, riderId?}` → the new key, shown this once.
+    func createKey(_ call: Call) throws -> HTTPResponse {
+        try requireAdmin(call)
+        let body = try jsonObject(call.request)
+        var reader = FieldReader()
+        let roleText = reader.require(reader.string(body, "role"), "role")
+        let role = roleText.flatMap(APIKeyRole.init(rawValue:))
+        if roleText != nil, role == nil { reader.fail("role", "must be merchant, rider or admin") }
+        let merchantID = reader.string(body, "merchantId")
+        let riderID = reader.string(body, "riderId")
+        try reader.finish(adding: Self.bindingIssues(role: role, merchantID: merchantID, riderID: riderID))
+        guard let role else { throw APIError.internalError() }
+        let (key, record) = Credentials.newAPIKey(
+            role: role, merchantID: role == .merchant ? merchantID : nil, riderID: role == .rider ? riderID : nil,
+            now: call.now)
+        try store.createAPIKey(record)
+        guard case .object(var view) = Views.apiKey(record) else { throw APIError.internalError() }
+        view["key"] = .string(key)
+        return json(201, .object(view))
+    }
+
+    /// The binding rules of a key's role, as field issues; shared with `deliveryd keys create`.
+    public static func bindingIssues(role: APIKeyRole?, merchantID: String?, riderID: String?) -> [FieldIssue] {
+        func valid(_ id: String) -> Bool {
+            OrderLimits.identifierLength.contains(id.count) && !id.contains(where: \.isWhitespace)
+        }
+        var issues: [FieldIssue] = []
+        switch role {
+        case .merchant?:
+            if merchantID.map(valid) != true {
+                issues.append(
+                    FieldIssue(field: "merchantId", problem: "is required for a merchant key (1 to 64 characters)"))
+            }
+            if riderID != nil { issues.append(FieldIssue(field: "riderId", problem: "only a rider key has one")) }
+        case .rider?:
+            if riderID.map(valid) != true {
+                issues.append(FieldIssue(field: "riderId", problem: "is required for a rider key (1 to 64 characters)"))
+            }
+            if merchantID != nil {
+                issues.append(FieldIssue(field: "merchantId", problem: "only a merchant key has one"))
+            }
+        case .admin?:
+            if merchantID != nil {
+                issues.append(FieldIssue(field: "merchantId", problem: "only a merchant key has one"))
+            }
+            if riderID != nil { issues.append(FieldIssue(field: "riderId", problem: "only a rider key has one")) }
+        case nil: break
+        }
+        return issues
+    }
+
+    /// `GET /v1/admin/keys`: every key without its secret.
+    func listKeys(_ call: Call) throws -> HTTPResponse {
+        try requireAdmin(call)
+        return json(200, .object(["keys": .array(try store.apiKeys().map(Views.apiKey))]))
+    }
+
+    /// `DELETE /v1/admin/keys/{id}`: revokes a key at once.
+    func revokeKey(_ call: Call) throws -> HTTPResponse {
+        guard case .staff(.admin, let ownKey) = call.caller else { return try requireAdmin(call) }
+        let id = call.parameter("id")
+        if id == ownKey { throw APIError.conflict("a key cannot revoke itself; use another admin key") }
+        guard try store.revokeAPIKey(id: id, now: call.now) else { throw APIError.notFound("no such live key") }
+        return HTTPResponse(status: 204)
+    }
+
+    /// `GET /v1/admin/dead-letters?limit=N`: pushes that could not be delivered, newest first.
+    func listDeadLetters(_ call: Call) throws -> HTTPResponse {
+        try requireAdmin(call)
+        var limit = 100
+        for pair in (call.request.query ?? "").split(separator: "&") where pair.hasPrefix("limit=") {
+            guard let value = Int(pair.dropFirst(6)), (1...1000).contains(value) else {
+                throw APIError.validationFailed([FieldIssue(field: "limit", problem: "must be 1 to 1000")])
+            }
+            limit = value
+        }
+        let letters = try store.deadLetters(limit: limit)
+        return json(200, .object(["deadLetters": .array(letters.map(Views.deadLetter))]))
+    }
+
+    /// `POST /v1/admin/dead-letters/replay`: `{ids?}`; without ids every dead letter is queued again.
+    func replayDeadLetters(_ call: Call) throws -> HTTPResponse {
+        try requireAdmin(call)
+        var ids: [Int64]?
+        if !call.request.body.isEmpty {
+            let body = try jsonObject(call.request)
+            var reader = FieldReader()
+            if let values = reader.array(body, "ids") {
+                ids = values.enumerated().compactMap { index, value in
+                    guard case .number(let number) = value, number.rounded() == number, number > 0 else {
+                        reader.fail("ids[\(index)]", "must be a dead letter id")
+                        return nil
+                    }
+                    return Int64(number)
+                }
+            }
+            try reader.finish()
+        }
+        let replayed = try store.replayDeadLetters(ids: ids, now: call.now)
+        wakePusher(replayed)
+        return json(200, .object(["replayed": .number(Double(replayed))]))
+    }
+
+    @discardableResult
+    private func requireAdmin(_ call: Call) throws(APIError) -> HTTPResponse {
+        guard case .staff(.admin, _) = call.caller else { throw .forbidden("this needs an admin key") }
+        return HTTPResponse(status: 200)
+    }
+}

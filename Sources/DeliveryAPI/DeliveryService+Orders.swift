@@ -1,0 +1,193 @@
+import Foundation
+import HTTPServer
+import OrderDomain
+import Storage
+
+extension DeliveryService {
+    /// `POST /v1/orders`: a merchant creates an order of its own; an admin names the merchant.
+    func createOrder(_ call: Call) throws -> HTTPResponse {
+        let principal = try staffPrincipal(call, orderID: nil)
+        let body = try jsonObject(call.request)
+        var reader = FieldReader()
+        let merchantID: String
+        switch principal {
+        case .merchant(let id):
+            if let named = reader.string(body, "merchantId"), named != id {
+                throw APIError.forbidden("a merchant key creates orders only for its own merchant")
+            }
+            merchantID = id
+        case .admin:
+            merchantID = reader.require(reader.string(body, "merchantId"), "merchantId") ?? ""
+        case .rider:
+            throw APIError.forbidden("a rider may not create orders")
+        }
+        let draft = readDraft(body, &reader)
+        try reader.finish()
+
+        let now = call.now
+        let (order, event): (Order, OrderEvent)
+        do {
+            (order, event) = try draft.validated(
+                id: "o_" + Credentials.newOrderIDSuffix(), merchantID: merchantID, by: principal, at: now)
+        } catch {
+            try reader.finish(adding: error.fieldIssues)
+            throw APIError(error)
+        }
+        let tracking = Credentials.newTrackingToken()
+        switch try store.createOrder(order, event: event, trackingTokenHash: tracking.hash, now: now) {
+        case .created(let order, _, let queuedStarts):
+            wakePusher(queuedStarts)
+            return json(201, .object(["order": Views.staff(order), "trackingToken": .string(tracking.token)]))
+        case .existing(let order):
+            return json(200, .object(["order": Views.staff(order)]))
+        }
+    }
+
+    /// `GET /v1/orders/{id}`: the staff view for staff, the public projection for its customer.
+    func showOrder(_ call: Call) throws -> HTTPResponse {
+        let order = try visibleOrder(call.parameter("id"), call)
+        if case .customer = call.caller {
+            return json(200, .object(["order": Views.publicOrder(order, projector: projector)]))
+        }
+        return json(200, .object(["order": Views.staff(order)]))
+    }
+
+    /// `POST /v1/orders/{id}/status`: the state machine of design §2.
+    func changeStatus(_ call: Call) throws -> HTTPResponse {
+        let orderID = call.parameter("id")
+        let principal = try staffPrincipal(call, orderID: orderID)
+        let body = try jsonObject(call.request)
+        var reader = FieldReader()
+        let statusText = reader.require(reader.string(body, "status"), "status")
+        let status = statusText.flatMap(OrderStatus.init(rawValue:))
+        if statusText != nil, status == nil {
+            reader.fail("status", "must be one of " + OrderStatus.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        let eta = reader.time(body, "estimatedArrival")
+        let reason = reader.string(body, "reason")
+        try reader.finish()
+        guard let status else { throw APIError.internalError() }
+
+        let change = StatusChange(status: status, estimatedArrival: eta, reason: reason)
+        return try applyChange(orderID, call) { order throws(OrderError) in
+            try order.applying(change, by: principal, at: call.now)
+        }
+    }
+
+    /// `PATCH /v1/orders/{id}/eta`.
+    func changeEstimatedArrival(_ call: Call) throws -> HTTPResponse {
+        let orderID = call.parameter("id")
+        let principal = try staffPrincipal(call, orderID: orderID)
+        let body = try jsonObject(call.request)
+        var reader = FieldReader()
+        let eta = reader.require(reader.time(body, "estimatedArrival"), "estimatedArrival")
+        try reader.finish()
+        guard let eta else { throw APIError.internalError() }
+        return try applyChange(orderID, call) { order throws(OrderError) in
+            try order.changingEstimatedArrival(to: eta, by: principal, at: call.now)
+        }
+    }
+
+    /// `PUT /v1/orders/{id}/rider`.
+    func assignRider(_ call: Call) throws -> HTTPResponse {
+        let orderID = call.parameter("id")
+        let principal = try staffPrincipal(call, orderID: orderID)
+        let body = try jsonObject(call.request)
+        var reader = FieldReader()
+        let rider = Rider(
+            id: reader.string(body, "riderId") ?? "", name: reader.string(body, "name") ?? "",
+            phone: reader.string(body, "phone"))
+        try reader.finish()
+        return try applyChange(orderID, call) { order throws(OrderError) in
+            try order.assigning(rider, by: principal, at: call.now)
+        }
+    }
+
+    /// `GET /v1/orders/{id}/live-activity`: attributes and state exactly as the app decodes them.
+    func showLiveActivity(_ call: Call) throws -> HTTPResponse {
+        let order = try visibleOrder(call.parameter("id"), call)
+        return json(200, Views.liveActivity(order, projector: projector))
+    }
+
+    /// `GET /v1/orders/{id}/pushes`: every APNs attempt for the order, oldest first.
+    func showPushes(_ call: Call) throws -> HTTPResponse {
+        let orderID = call.parameter("id")
+        _ = try staffPrincipal(call, orderID: orderID)
+        let order = try visibleOrder(orderID, call)
+        let attempts = try store.pushLog(orderID: order.id)
+        return json(200, .object(["orderId": .string(order.id), "pushes": .array(attempts.map(Views.push))]))
+    }
+
+    /// Runs a domain change in one transaction and answers `{order, transition}`.
+    private func applyChange(
+        _ orderID: String, _ call: Call, _ change: (Order) throws(OrderError) -> ChangeOutcome
+    ) throws -> HTTPResponse {
+        let stored = try store.change(orderID: orderID, now: call.now, change)
+        wakePusher(stored.queuedPushes)
+        let transition: JSONValue =
+            switch stored.outcome {
+            case .applied: "applied"
+            case .unchanged: "unchanged"
+            }
+        return json(200, .object(["order": Views.staff(stored.outcome.order), "transition": transition]))
+    }
+
+    private func readDraft(_ body: [String: JSONValue], _ reader: inout FieldReader) -> OrderDraft {
+        let items = reader.array(body, "items")?.enumerated().map { index, value -> OrderDraft.Item in
+            guard case .object(let item) = value else {
+                reader.fail("items[\(index)]", "must be an object")
+                return OrderDraft.Item(name: nil, quantity: nil, price: nil)
+            }
+            return OrderDraft.Item(
+                name: reader.string(item, "name", path: "items[\(index)].name"),
+                quantity: reader.integer(item, "quantity", path: "items[\(index)].quantity"),
+                price: reader.number(item, "price", path: "items[\(index)].price")
+            )
+        }
+        let customer = reader.object(body, "customer").map { customer in
+            OrderDraft.CustomerDraft(
+                id: reader.string(customer, "id", path: "customer.id"),
+                name: reader.string(customer, "name", path: "customer.name"),
+                phone: reader.string(customer, "phone", path: "customer.phone"),
+                locale: reader.string(customer, "locale", path: "customer.locale")
+            )
+        }
+        let payment = reader.object(body, "payment").map { payment in
+            OrderDraft.PaymentDraft(
+                method: reader.string(payment, "method", path: "payment.method"),
+                brand: reader.string(payment, "brand", path: "payment.brand"),
+                last4: reader.string(payment, "last4", path: "payment.last4")
+            )
+        }
+        return OrderDraft(
+            number: reader.string(body, "number"), merchantName: reader.string(body, "merchantName"), items: items,
+            customer: customer, address: reader.string(body, "address"), payment: payment,
+            estimatedArrival: reader.time(body, "estimatedArrival"), note: reader.string(body, "note")
+        )
+    }
+}
+
+extension DeliveryService {
+    /// The staff principal of a call. A customer is refused: `403` on its own order (it knows the
+    /// order exists), `404` on any other.
+    func staffPrincipal(_ call: Call, orderID: String?) throws(APIError) -> Principal {
+        switch call.caller {
+        case .staff(let principal, _): return principal
+        case .customer(let ownOrder):
+            if let orderID, orderID != ownOrder { throw .notFound("order not found") }
+            throw .forbidden("a tracking token may only read its order and register its activities")
+        }
+    }
+
+    /// The order, if the caller may know it exists; `404` otherwise.
+    func visibleOrder(_ orderID: String, _ call: Call) throws -> Order {
+        guard let order = try store.order(id: orderID) else { throw APIError.notFound("order not found") }
+        switch call.caller {
+        case .staff(let principal, _):
+            guard order.isVisible(to: principal) else { throw APIError.notFound("order not found") }
+        case .customer(let ownOrder):
+            guard ownOrder == order.id else { throw APIError.notFound("order not found") }
+        }
+        return order
+    }
+}

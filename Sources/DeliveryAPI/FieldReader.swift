@@ -1,0 +1,93 @@
+import Foundation
+import OrderDomain
+
+/// Reads typed fields out of a JSON object and notes every field of the wrong type by its path.
+///
+/// Missing and `null` fields read as `nil` (the domain says which are required); unknown fields are
+/// ignored, as the API promises. Type errors collect in `issues`, so one answer lists them all.
+struct FieldReader {
+    private(set) var issues: [FieldIssue] = []
+
+    mutating func fail(_ field: String, _ problem: String) {
+        issues.append(FieldIssue(field: field, problem: problem))
+    }
+
+    /// The request body as an object.
+    /// - Throws: `invalid_json` when the body is not a JSON object.
+    static func object(_ body: [UInt8]) throws(APIError) -> [String: JSONValue] {
+        guard case .object(let members) = try JSONValue.parse(body) else {
+            throw .invalidJSON("the body must be a JSON object")
+        }
+        return members
+    }
+
+    mutating func string(_ object: [String: JSONValue], _ key: String, path: String? = nil) -> String? {
+        switch object[key] {
+        case nil, .null?: return nil
+        case .string(let value)?: return value
+        default:
+            fail(path ?? key, "must be a string")
+            return nil
+        }
+    }
+
+    mutating func number(_ object: [String: JSONValue], _ key: String, path: String? = nil) -> Double? {
+        switch object[key] {
+        case nil, .null?: return nil
+        case .number(let value)?: return value
+        default:
+            fail(path ?? key, "must be a number")
+            return nil
+        }
+    }
+
+    mutating func integer(_ object: [String: JSONValue], _ key: String, path: String? = nil) -> Int? {
+        guard let value = number(object, key, path: path) else { return nil }
+        guard value.rounded() == value, abs(value) < 1e15 else {
+            fail(path ?? key, "must be a whole number")
+            return nil
+        }
+        return Int(value)
+    }
+
+    mutating func time(_ object: [String: JSONValue], _ key: String, path: String? = nil) -> Date? {
+        guard let text = string(object, key, path: path) else { return nil }
+        guard let date = RFC3339.parse(text) else {
+            fail(path ?? key, "must be an RFC 3339 time such as 2026-12-02T12:30:00Z")
+            return nil
+        }
+        return date
+    }
+
+    mutating func object(_ object: [String: JSONValue], _ key: String, path: String? = nil) -> [String: JSONValue]? {
+        switch object[key] {
+        case nil, .null?: return nil
+        case .object(let members)?: return members
+        default:
+            fail(path ?? key, "must be an object")
+            return nil
+        }
+    }
+
+    mutating func array(_ object: [String: JSONValue], _ key: String, path: String? = nil) -> [JSONValue]? {
+        switch object[key] {
+        case nil, .null?: return nil
+        case .array(let values)?: return values
+        default:
+            fail(path ?? key, "must be an array")
+            return nil
+        }
+    }
+
+    /// A required field that the domain does not check itself.
+    mutating func require<T>(_ value: T?, _ field: String) -> T? {
+        if value == nil, !issues.contains(where: { $0.field == field }) { fail(field, "is required") }
+        return value
+    }
+
+    /// Throws `validation_failed` with every issue noted so far, plus `more` from the domain.
+    func finish(adding more: [FieldIssue] = []) throws(APIError) {
+        let all = issues + more
+        guard all.isEmpty else { throw .validationFailed(all) }
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+
+/// A JSON document as the API reads request bodies and writes responses.
+///
+/// Reading goes through `JSONDecoder` (strict RFC 8259); writing is ours so that output is
+/// deterministic (object keys sorted) and projection bytes can be embedded verbatim (`fragment`).
+enum JSONValue: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+    /// Already-encoded JSON, written as is: the Live Activity state exactly as the pusher sends it.
+    case fragment([UInt8])
+
+    /// Parses a request body.
+    /// - Throws: `APIError.invalidJSON` naming what is wrong.
+    static func parse(_ bytes: [UInt8]) throws(APIError) -> JSONValue {
+        do {
+            return try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+        } catch let DecodingError.dataCorrupted(context) {
+            let detail = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
+            throw .invalidJSON("the body is not valid JSON" + (detail.map { ": \($0)" } ?? ""))
+        } catch {
+            throw .invalidJSON("the body is not valid JSON")
+        }
+    }
+
+    /// The UTF-8 bytes of this value, keys sorted.
+    var encoded: [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(256)
+        write(into: &output)
+        return output
+    }
+
+    private func write(into output: inout [UInt8]) {
+        switch self {
+        case .null: output.append(contentsOf: "null".utf8)
+        case .bool(let value): output.append(contentsOf: (value ? "true" : "false").utf8)
+        case .number(let value):
+            if value.rounded() == value, abs(value) < 9e15 {
+                output.append(contentsOf: String(Int64(value)).utf8)
+            } else if value.isFinite {
+                output.append(contentsOf: "\(value)".utf8)
+            } else {
+                output.append(contentsOf: "null".utf8)
+            }
+        case .string(let value): Self.writeString(value, into: &output)
+        case .array(let values):
+            output.append(UInt8(ascii: "["))
+            for (index, value) in values.enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                value.write(into: &output)
+            }
+            output.append(UInt8(ascii: "]"))
+        case .object(let members):
+            output.append(UInt8(ascii: "{"))
+            for (index, key) in members.keys.sorted().enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                Self.writeString(key, into: &output)
+                output.append(UInt8(ascii: ":"))
+                members[key]!.write(into: &output)
+            }
+            output.append(UInt8(ascii: "}"))
+        case .fragment(let bytes): output.append(contentsOf: bytes)
+        }
+    }
+
+    private static func writeString(_ value: String, into output: inout [UInt8]) {
+        output.append(UInt8(ascii: "\""))
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): output.append(contentsOf: #"\""#.utf8)
+            case UInt8(ascii: "\\"): output.append(contentsOf: #"\\"#.utf8)
+            case UInt8(ascii: "\n"): output.append(contentsOf: #"\n"#.utf8)
+            case UInt8(ascii: "\r"): output.append(contentsOf: #"\r"#.utf8)
+            case UInt8(ascii: "\t"): output.append(contentsOf: #"\t"#.utf8)
+            case 0..<0x20:
+                let hex = String(byte, radix: 16)
+                output.append(contentsOf: ("\\u" + String(repeating: "0", count: 4 - hex.count) + hex).utf8)
+            default: output.append(byte)
+            }
+        }
+        output.append(UInt8(ascii: "\""))
+    }
+}
+
+extension JSONValue: Decodable {
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+}
+
+extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral {
+    init(stringLiteral value: String) { self = .string(value) }
+    init(integerLiteral value: Int) { self = .number(Double(value)) }
+    init(booleanLiteral value: Bool) { self = .bool(value) }
+}
+
+extension JSONValue {
+    /// A string, or `null` when absent: optional fields of responses.
+    static func optional(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
+
+    /// An RFC 3339 UTC time with milliseconds, the form every time in the HTTP API takes.
+    static func time(_ date: Date) -> JSONValue { .string(RFC3339.format(date)) }
+
+    static func time(_ date: Date?) -> JSONValue { date.map(time) ?? .null }
+}
+
+/// RFC 3339 times: what the HTTP API reads and writes.
+enum RFC3339 {
+    private static let withFraction = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+    private static let withoutFraction = Date.ISO8601FormatStyle()
+
+    static func format(_ date: Date) -> String { withFraction.format(date) }
+
+    /// Parses `2026-12-02T12:30:00Z`, with or without fractional seconds, `Z` or a numeric offset.
+    static func parse(_ text: String) -> Date? {
+        (try? withoutFraction.parse(text)) ?? (try? withFraction.parse(text))
+    }
+}

@@ -1,0 +1,113 @@
+import OrderDomain
+import Projection
+import Storage
+
+/// The JSON shapes of responses, in one place so that `docs/openapi.yaml` has one thing to match.
+enum Views {
+    /// Everything the server knows of an order: for its merchant, its rider and admins.
+    static func staff(_ order: Order) -> JSONValue {
+        var members: [String: JSONValue] = [
+            "id": .string(order.id),
+            "merchantId": .string(order.merchantID),
+            "number": .string(order.number),
+            "merchantName": .string(order.merchantName),
+            "items": .array(
+                order.items.map {
+                    .object([
+                        "name": .string($0.name), "quantity": .number(Double($0.quantity)), "price": .number($0.price),
+                    ])
+                }),
+            "customer": .object([
+                "id": .string(order.customer.id), "name": .string(order.customer.name),
+                "phone": .string(order.customer.phone), "locale": .string(order.customer.locale),
+            ]),
+            "address": .string(order.address),
+            "payment": .object([
+                "method": .string(order.payment.method), "brand": .optional(order.payment.brand),
+                "last4": .optional(order.payment.last4),
+            ]),
+            "note": .optional(order.note),
+            "status": .string(order.status.rawValue),
+            "stage": .number(Double(order.stage)),
+            "estimatedArrival": .time(order.estimatedArrival),
+            "createdAt": .time(order.createdAt),
+            "updatedAt": .time(order.updatedAt),
+            "rider": order.rider.map {
+                .object(["id": .string($0.id), "name": .string($0.name), "phone": .optional($0.phone)])
+            } ?? .null,
+        ]
+        if let cancelledAt = order.cancelledAt { members["cancelledAt"] = .string(cancelledAt.rawValue) }
+        return .object(members)
+    }
+
+    /// What a customer may see: the Live Activity projection and nothing else.
+    static func liveActivity(_ order: Order, projector: LiveActivityProjector) -> JSONValue {
+        .object([
+            "attributes": .fragment(projector.encode(projector.attributes(for: order))),
+            "contentState": .fragment(projector.encode(projector.contentState(for: order))),
+        ])
+    }
+
+    /// The customer's view of an order: its id and the projection.
+    static func publicOrder(_ order: Order, projector: LiveActivityProjector) -> JSONValue {
+        .object([
+            "id": .string(order.id),
+            "attributes": .fragment(projector.encode(projector.attributes(for: order))),
+            "contentState": .fragment(projector.encode(projector.contentState(for: order))),
+        ])
+    }
+
+    static func activity(_ record: ActivityRecord) -> JSONValue {
+        .object([
+            "activityId": .string(record.activityID),
+            "environment": .string(record.environment.rawValue),
+            "bundleId": .string(record.bundleID),
+            "startedAt": .time(record.startedAt),
+            "registeredAt": .time(record.registeredAt),
+        ])
+    }
+
+    static func push(_ attempt: PushAttempt) -> JSONValue {
+        .object([
+            "target": .string(attempt.targetID),
+            "event": .string(attempt.event),
+            "priority": .number(Double(attempt.priority)),
+            "httpStatus": attempt.httpStatus.map { .number(Double($0)) } ?? .null,
+            "reason": .optional(attempt.reason),
+            "apnsId": .optional(attempt.apnsID),
+            "latencyMs": attempt.latencyMilliseconds.map { .number(Double($0)) } ?? .null,
+            "attemptedAt": .time(attempt.attemptedAt),
+        ])
+    }
+
+    static func apiKey(_ record: APIKeyRecord) -> JSONValue {
+        .object([
+            "id": .string(record.id),
+            "role": .string(record.role.rawValue),
+            "merchantId": .optional(record.merchantID),
+            "riderId": .optional(record.riderID),
+            "createdAt": .time(record.createdAt),
+            "revokedAt": .time(record.revokedAt),
+        ])
+    }
+
+    static func deadLetter(_ letter: DeadLetter) -> JSONValue {
+        var members: [String: JSONValue] = [
+            "id": .number(Double(letter.id)),
+            "orderId": .string(letter.orderID),
+            "attempts": .number(Double(letter.attempts)),
+            "reason": .string(letter.reason),
+            "diedAt": .time(letter.diedAt),
+        ]
+        switch letter.target {
+        case .activity(let activityID):
+            members["kind"] = "activity"
+            members["activityId"] = .string(activityID)
+        case .start(let customerID, let deviceID):
+            members["kind"] = "start"
+            members["customerId"] = .string(customerID)
+            members["deviceId"] = .string(deviceID)
+        }
+        return .object(members)
+    }
+}

@@ -1,0 +1,167 @@
+public import FoundationEssentials
+
+/// The role an API key grants; merchant and rider keys are bound to one merchant or rider.
+public enum APIKeyRole: String, Sendable, Hashable, CaseIterable {
+    case merchant
+    case rider
+    case admin
+}
+
+/// A stored API key: only the SHA-256 of the key is kept, never the key itself.
+public struct APIKeyRecord: Sendable, Hashable {
+    public let id: String
+    public let keyHash: String
+    public let role: APIKeyRole
+    public let merchantID: String?
+    public let riderID: String?
+    public let createdAt: Date
+    public let revokedAt: Date?
+
+    public init(
+        id: String, keyHash: String, role: APIKeyRole, merchantID: String?, riderID: String?, createdAt: Date,
+        revokedAt: Date? = nil
+    ) {
+        self.id = id
+        self.keyHash = keyHash
+        self.role = role
+        self.merchantID = merchantID
+        self.riderID = riderID
+        self.createdAt = createdAt
+        self.revokedAt = revokedAt
+    }
+}
+
+/// The first response to a write that carried an `Idempotency-Key`, replayed for retries.
+public struct IdempotentResponse: Sendable, Hashable {
+    /// SHA-256 of the request (method, path, body): a retry must send the same request.
+    public let requestHash: String
+    public let status: Int
+    public let body: [UInt8]
+
+    public init(requestHash: String, status: Int, body: [UInt8]) {
+        self.requestHash = requestHash
+        self.status = status
+        self.body = body
+    }
+}
+
+extension Database {
+    private static let apiKeyColumns = "id, key_hash, role, merchant_id, rider_id, created_at, revoked_at"
+
+    /// Stores a new API key.
+    /// - Throws: `StorageError` when the id is taken.
+    public func createAPIKey(_ key: APIKeyRecord) throws(StorageError) {
+        try write { connection in
+            try connection.cached(
+                "INSERT INTO api_keys (\(Self.apiKeyColumns)) VALUES (?, ?, ?, ?, ?, ?, NULL)"
+            ).run([
+                .text(key.id), .text(key.keyHash), .text(key.role.rawValue),
+                key.merchantID.map(SQLiteValue.text) ?? .null, key.riderID.map(SQLiteValue.text) ?? .null,
+                .integer(key.createdAt.storageMilliseconds),
+            ])
+        }
+    }
+
+    /// Makes the key with this id exactly `key` (hash, role, bindings) and not revoked: for the
+    /// admin key given by configuration, which may change between starts.
+    public func upsertAPIKey(_ key: APIKeyRecord) throws(StorageError) {
+        try write { connection in
+            try connection.cached(
+                """
+                INSERT INTO api_keys (\(Self.apiKeyColumns)) VALUES (?, ?, ?, ?, ?, ?, NULL)
+                ON CONFLICT (id) DO UPDATE SET key_hash = excluded.key_hash, role = excluded.role,
+                    merchant_id = excluded.merchant_id, rider_id = excluded.rider_id, revoked_at = NULL
+                """
+            ).run([
+                .text(key.id), .text(key.keyHash), .text(key.role.rawValue),
+                key.merchantID.map(SQLiteValue.text) ?? .null, key.riderID.map(SQLiteValue.text) ?? .null,
+                .integer(key.createdAt.storageMilliseconds),
+            ])
+        }
+    }
+
+    /// One key by id, revoked or not.
+    public func apiKey(id: String) throws(StorageError) -> APIKeyRecord? {
+        try read { connection in
+            try connection.cached("SELECT \(Self.apiKeyColumns) FROM api_keys WHERE id = ?").firstRow(
+                [.text(id)], Self.decodeAPIKey)
+        }
+    }
+
+    /// Every key, oldest first, revoked ones included.
+    public func apiKeys() throws(StorageError) -> [APIKeyRecord] {
+        try read { connection in
+            try connection.cached("SELECT \(Self.apiKeyColumns) FROM api_keys ORDER BY created_at, id").rows(
+                [], Self.decodeAPIKey)
+        }
+    }
+
+    /// How many keys of a role are not revoked (start-up creates an admin key when there is none).
+    public func activeAPIKeyCount(role: APIKeyRole) throws(StorageError) -> Int {
+        try read { connection in
+            try connection.cached("SELECT count(*) FROM api_keys WHERE role = ? AND revoked_at IS NULL")
+                .firstRow([.text(role.rawValue)]) { Int($0.int(0) ?? 0) } ?? 0
+        }
+    }
+
+    /// Revokes a key; returns whether a live key with that id existed.
+    @discardableResult
+    public func revokeAPIKey(id: String, now: Date) throws(StorageError) -> Bool {
+        try write { connection in
+            try connection.cached("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").run([
+                .integer(now.storageMilliseconds), .text(id),
+            ])
+            return connection.changes > 0
+        }
+    }
+
+    /// The stored response of an idempotent write, unless it expired.
+    public func idempotentResponse(principal: String, key: String, now: Date) throws(StorageError)
+        -> IdempotentResponse?
+    {
+        try read { connection in
+            try connection.cached(
+                """
+                SELECT request_hash, response_code, response_body FROM idempotency_keys
+                WHERE principal = ? AND key = ? AND expires_at >= ?
+                """
+            ).firstRow([.text(principal), .text(key), .integer(now.storageMilliseconds)]) { row in
+                IdempotentResponse(
+                    requestHash: row.text(0) ?? "", status: Int(row.int(1) ?? 500), body: row.blob(2) ?? [])
+            }
+        }
+    }
+
+    /// Keeps the response of an idempotent write until `expiresAt`; an existing record is kept.
+    public func saveIdempotentResponse(
+        principal: String, key: String, response: IdempotentResponse, expiresAt: Date, now: Date
+    ) throws(StorageError) {
+        try write { connection in
+            try connection.cached(
+                """
+                INSERT INTO idempotency_keys (principal, key, request_hash, response_code, response_body, expires_at)
+                VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (principal, key) DO UPDATE SET request_hash = excluded.request_hash,
+                    response_code = excluded.response_code, response_body = excluded.response_body,
+                    expires_at = excluded.expires_at
+                WHERE idempotency_keys.expires_at < ?
+                """
+            ).run([
+                .text(principal), .text(key), .text(response.requestHash), .integer(Int64(response.status)),
+                .blob(response.body), .integer(expiresAt.storageMilliseconds),
+                .integer(now.storageMilliseconds),
+            ])
+        }
+    }
+
+    private static func decodeAPIKey(_ row: SQLiteRow) throws -> APIKeyRecord {
+        guard let role = APIKeyRole(rawValue: row.text(2) ?? "") else {
+            throw StorageError("api key \(row.text(0) ?? "?") has an unknown role \(row.text(2) ?? "")")
+        }
+        return APIKeyRecord(
+            id: row.text(0) ?? "", keyHash: row.text(1) ?? "", role: role, merchantID: row.text(3),
+            riderID: row.text(4), createdAt: Date(storageMilliseconds: row.int(5) ?? 0),
+            revokedAt: row.int(6).map(Date.init(storageMilliseconds:))
+        )
+    }
+}
