@@ -108,6 +108,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "DeliveryAPITests",
+            dependencies: ["DeliveryAPI", "HTTPServer", "OrderDomain", "Storage", "TestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "DeliverydTests",
             dependencies: ["HTTPServer", "TestSupport"],
             swiftSettings: strictSettings

@@ -22,7 +22,6 @@ extension DeliveryService {
             throw APIError.forbidden("a rider may not create orders")
         }
         let draft = readDraft(body, &reader)
-        try reader.finish()
 
         let now = call.now
         let (order, event): (Order, OrderEvent)
@@ -30,9 +29,12 @@ extension DeliveryService {
             (order, event) = try draft.validated(
                 id: "o_" + Credentials.newOrderIDSuffix(), merchantID: merchantID, by: principal, at: now)
         } catch {
-            try reader.finish(adding: error.fieldIssues)
+            // A field of the wrong type reached the domain as missing: report it once, as the reader saw it.
+            let typed = Set(reader.issues.map(\.field))
+            try reader.finish(adding: error.fieldIssues.filter { !typed.contains($0.field) })
             throw APIError(error)
         }
+        try reader.finish()
         let tracking = Credentials.newTrackingToken()
         switch try store.createOrder(order, event: event, trackingTokenHash: tracking.hash, now: now) {
         case .created(let order, _, let queuedStarts):

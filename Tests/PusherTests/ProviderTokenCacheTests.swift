@@ -1,6 +1,7 @@
 import Cryptography
 import Foundation
 import Pusher
+import TestSupport
 import Testing
 
 @Suite("Provider token refresh window")

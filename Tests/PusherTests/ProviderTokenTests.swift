@@ -1,17 +1,10 @@
 import Cryptography
 import Foundation
 import Pusher
+import TestSupport
 import Testing
 
 /// A P-256 key made for these tests only; it signs nothing outside them.
-let testKeyPEM = """
-    -----BEGIN PRIVATE KEY-----
-    MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg3bED8GqJPfYocb/y
-    tO6p2qxkYPTuMID2tDuRHg5MbcyhRANCAAQ1jwD004QyPuD5pzp9nSph8563LyLb
-    aNoXleRRFLy2EgSKlhztODPW+cmsK8iyLBYrJALNMrPhKeuhOirf06CQ
-    -----END PRIVATE KEY-----
-    """
-
 @Suite("ES256 provider token")
 struct ProviderTokenTests {
     /// A minted token has ES256/kid header, iss/iat claims with iat a number, and a 64-byte r‖s

@@ -3,6 +3,7 @@ import Foundation
 import OrderDomain
 import Pusher
 import Storage
+import TestSupport
 import Testing
 
 /// Stores a placed order of customer c-1 with an ETA 30 minutes after `now`.

@@ -102,7 +102,7 @@ class Simulator:
         with open(self.record_path, "a") as record:
             record.write(json.dumps({
                 "token": token, "status": status, "reason": reason, "headers": headers,
-                "payload": body.decode(errors="replace"), "apns_id": apns_id,
+                "payload": body.decode(errors="replace"), "apns_id": apns_id, "received_at": time.time(),
             }) + "\n")
         response_body = json.dumps({"reason": reason, **extra}).encode() if reason else b""
         response_headers = [(b"apns-id", apns_id.encode())]

@@ -1,24 +1,35 @@
-import Foundation
-import Glibc
-import TestSupport
+package import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A P-256 key for tests only: the simulator verifies provider tokens signed with it.
+package let testKeyPEM = """
+    -----BEGIN PRIVATE KEY-----
+    MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg3bED8GqJPfYocb/y
+    tO6p2qxkYPTuMID2tDuRHg5MbcyhRANCAAQ1jwD004QyPuD5pzp9nSph8563LyLb
+    aNoXleRRFLy2EgSKlhztODPW+cmsK8iyLBYrJALNMrPhKeuhOirf06CQ
+    -----END PRIVATE KEY-----
+    """
 
 /// The local APNs simulator (Tests/apns-simulator/simulator.py under hypercorn, HTTP/2 over TLS with
 /// a CA made for the run), started as a child process for one test.
-final class APNsSimulator {
-    let directory: String
-    let port: UInt16
-    let process = Process()
+package final class APNsSimulator {
+    package let directory: String
+    package let port: UInt16
+    package let process = Process()
 
-    static var repositoryRoot: URL {
+    package static var repositoryRoot: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
     }
 
-    var baseURL: String { "https://127.0.0.1:\(port)" }
-    var caFile: String { directory + "/ca.pem" }
-    var controlFile: String { directory + "/control.json" }
+    package var baseURL: String { "https://127.0.0.1:\(port)" }
+    package var caFile: String { directory + "/ca.pem" }
+    package var controlFile: String { directory + "/control.json" }
 
-    init(publicKeyOf privateKeyPEM: String) throws {
+    package init(publicKeyOf privateKeyPEM: String) throws {
         directory = NSTemporaryDirectory() + "apns-sim-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try privateKeyPEM.write(toFile: directory + "/signing.pem", atomically: true, encoding: .utf8)
@@ -63,7 +74,7 @@ final class APNsSimulator {
 
     /// Kills the simulator at once: a graceful stop would wait for the client's idle HTTP/2
     /// connection, which a long-lived APNs client rightly keeps open.
-    func stop() {
+    package func stop() {
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
@@ -72,13 +83,13 @@ final class APNsSimulator {
     }
 
     /// Scripts the answers for device tokens: token → {"status", "reason", "timestamp", "delay_ms"}.
-    func script(_ answers: [String: [String: Any]]) throws {
+    package func script(_ answers: [String: [String: Any]]) throws {
         let data = try JSONSerialization.data(withJSONObject: answers)
         try data.write(to: URL(fileURLWithPath: controlFile))
     }
 
     /// Every request the simulator received, in order.
-    func records() throws -> [[String: Any]] {
+    package func records() throws -> [[String: Any]] {
         guard let text = try? String(contentsOfFile: directory + "/record.jsonl", encoding: .utf8) else { return [] }
         return try text.split(separator: "\n").map {
             try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:]
@@ -101,7 +112,7 @@ final class APNsSimulator {
     }
 }
 
-struct SimulatorError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+package struct SimulatorError: Error, CustomStringConvertible {
+    package let description: String
+    package init(_ description: String) { self.description = description }
 }

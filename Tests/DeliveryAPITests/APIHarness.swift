@@ -1,0 +1,119 @@
+import DeliveryAPI
+import Foundation
+import HTTPServer
+import Storage
+
+/// The service over a fresh SQLite file, called through its router as the HTTP server calls it.
+final class APIHarness {
+    static let adminKey = "test-admin-key-0123456789"
+    let directory: String
+    let store: Database
+    let router: Router
+    let now = Date()
+
+    init() throws {
+        directory = NSTemporaryDirectory() + "api-" + UUID().uuidString
+        store = try Database.open(StorageConfiguration(dataDirectory: directory))
+        try store.upsertAPIKey(Credentials.configuredAdminKey(Self.adminKey, now: now))
+        let fixedNow = now
+        router = DeliveryService(
+            store: store, configuration: DeliveryServiceConfiguration(defaultBundleID: "com.example.app"),
+            clock: { fixedNow }
+        ).router()
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
+
+    struct Reply {
+        let status: Int
+        let headers: [(name: String, value: String)]
+        let body: [UInt8]
+
+        /// The body as a JSON object (empty for no body).
+        var json: [String: Any] {
+            (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] ?? [:]
+        }
+
+        var errorCode: String? { (json["error"] as? [String: Any])?["code"] as? String }
+
+        func header(_ name: String) -> String? {
+            headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        }
+    }
+
+    /// Sends one request; `body` is serialized as JSON unless it is raw bytes.
+    @discardableResult
+    func send(
+        _ method: String, _ path: String, as credential: String? = nil, json body: Any? = nil,
+        headers: [(name: String, value: String)] = []
+    ) throws -> Reply {
+        var allHeaders = headers
+        if let credential { allHeaders.append(("Authorization", "Bearer " + credential)) }
+        var bytes: [UInt8] = []
+        if let body {
+            bytes = Array(try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]))
+            allHeaders.append(("Content-Type", "application/json"))
+        }
+        return dispatch(HTTPRequest(method: method, path: path, headers: allHeaders, body: bytes))
+    }
+
+    func dispatch(_ request: HTTPRequest) -> Reply {
+        var request = request
+        let parts = request.path.split(separator: "?", maxSplits: 1)
+        request.path = String(parts[0])
+        request.query = parts.count > 1 ? String(parts[1]) : nil
+        switch router.resolve(method: request.method, path: request.path) {
+        case .found(let handler, let parameters, _):
+            request.pathParameters = parameters
+            let response = handler(request)
+            return Reply(status: response.status, headers: response.headers, body: response.body)
+        case .notFound: return Reply(status: 404, headers: [], body: [])
+        case .methodNotAllowed: return Reply(status: 405, headers: [], body: [])
+        }
+    }
+
+    /// A new API key of a role; returns the key.
+    func key(_ role: String, merchant: String? = nil, rider: String? = nil) throws -> String {
+        var body: [String: Any] = ["role": role]
+        if let merchant { body["merchantId"] = merchant }
+        if let rider { body["riderId"] = rider }
+        let reply = try send("POST", "/v1/admin/keys", as: Self.adminKey, json: body)
+        guard reply.status == 201, let key = reply.json["key"] as? String else {
+            throw HarnessError("key creation failed: \(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
+        }
+        return key
+    }
+
+    /// Creates an order as `merchantKey`; returns its id and tracking token.
+    func createOrder(_ merchantKey: String, number: String, customer: String = "c-42") throws -> (
+        id: String, token: String
+    ) {
+        let reply = try send(
+            "POST", "/v1/orders", as: merchantKey, json: Self.orderBody(number: number, customer: customer, now: now))
+        guard reply.status == 201, let order = reply.json["order"] as? [String: Any], let id = order["id"] as? String,
+            let token = reply.json["trackingToken"] as? String
+        else {
+            throw HarnessError("order creation failed: \(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
+        }
+        return (id, token)
+    }
+
+    static func orderBody(number: String, customer: String = "c-42", now: Date) -> [String: Any] {
+        [
+            "number": number, "merchantName": "Pizza Roma",
+            "items": [["name": "Margherita", "quantity": 2, "price": 8.5]],
+            "customer": ["id": customer, "name": "Ana", "phone": "+49 30 1234567", "locale": "de-DE"],
+            "address": "Hauptstr. 1, 10115 Berlin", "payment": ["method": "card", "brand": "visa", "last4": "4242"],
+            "estimatedArrival": rfc3339(now.addingTimeInterval(1800)), "note": "ring twice",
+        ]
+    }
+
+    static func rfc3339(_ date: Date) -> String {
+        date.formatted(.iso8601)
+    }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,137 @@
+import Foundation
+import Testing
+
+/// Who calls, relative to one order: placed by merchant m-1, assigned to rider r-1.
+enum Role: String, CaseIterable, Sendable {
+    case none
+    case wrongMerchant
+    case wrongRider
+    case otherCustomer
+    case ownerMerchant
+    case ownerRider
+    case customer
+    case admin
+}
+
+/// One endpoint of the matrix with the status every role must get.
+struct MatrixRow: Sendable, CustomTestStringConvertible {
+    let method: String
+    let path: String
+    let body: @Sendable (Role) -> [String: String]?
+    let expected: [Role: Int]
+
+    var testDescription: String { "\(method) \(path)" }
+
+    init(
+        _ method: String, _ path: String, body: @escaping @Sendable (Role) -> [String: String]? = { _ in nil },
+        _ statuses: [Int]
+    ) {
+        self.method = method
+        self.path = path
+        self.body = body
+        self.expected = Dictionary(uniqueKeysWithValues: zip(Role.allCases, statuses))
+    }
+}
+
+//                               none wrongM wrongR otherC ownerM ownerR cust admin
+let matrix: [MatrixRow] = [
+    MatrixRow("GET", "/v1/orders/{order}", [401, 404, 404, 404, 200, 200, 200, 200]),
+    MatrixRow(
+        "POST", "/v1/orders/{order}/status", body: { _ in ["status": "pickup"] },
+        [401, 404, 404, 404, 200, 200, 403, 200]),
+    MatrixRow(
+        "PATCH", "/v1/orders/{order}/eta", body: { _ in ["estimatedArrival": "{eta}"] },
+        [401, 404, 404, 404, 200, 200, 403, 200]),
+    MatrixRow(
+        "PUT", "/v1/orders/{order}/rider", body: { _ in ["riderId": "r-1", "name": "Marco Rossi"] },
+        [401, 404, 404, 404, 200, 403, 403, 200]),
+    MatrixRow("GET", "/v1/orders/{order}/live-activity", [401, 404, 404, 404, 200, 200, 200, 200]),
+    MatrixRow("GET", "/v1/orders/{order}/pushes", [401, 404, 404, 404, 200, 200, 403, 200]),
+    MatrixRow(
+        "PUT", "/v1/orders/{order}/activities/a-2",
+        body: { _ in ["pushToken": "00112233445566778899aabbccddeeff", "environment": "development"] },
+        [401, 403, 403, 404, 403, 403, 200, 403]),
+    MatrixRow("DELETE", "/v1/orders/{order}/activities/a-1", [401, 403, 403, 404, 403, 403, 204, 403]),
+    MatrixRow(
+        "PUT", "/v1/customers/c-42/push-to-start/d-1",
+        body: { _ in ["pushToken": "00112233445566778899aabbccddeeff", "environment": "production"] },
+        [401, 200, 403, 403, 200, 403, 403, 200]),
+    MatrixRow(
+        "POST", "/v1/orders", body: { $0 == .admin ? ["merchantId": "m-1"] : [:] },
+        [401, 201, 403, 403, 201, 403, 403, 201]),
+    MatrixRow(
+        "POST", "/v1/admin/keys", body: { _ in ["role": "rider", "riderId": "r-9"] },
+        [401, 403, 403, 403, 403, 403, 403, 201]),
+    MatrixRow("GET", "/v1/admin/keys", [401, 403, 403, 403, 403, 403, 403, 200]),
+    MatrixRow("DELETE", "/v1/admin/keys/{spareKey}", [401, 403, 403, 403, 403, 403, 403, 204]),
+    MatrixRow("GET", "/v1/admin/dead-letters", [401, 403, 403, 403, 403, 403, 403, 200]),
+    MatrixRow("POST", "/v1/admin/dead-letters/replay", body: { _ in [:] }, [401, 403, 403, 403, 403, 403, 403, 200]),
+    MatrixRow("GET", "/healthz", [200, 200, 200, 200, 200, 200, 200, 200]),
+    MatrixRow("GET", "/readyz", [200, 200, 200, 200, 200, 200, 200, 200]),
+]
+
+@Suite("Authorization matrix: every endpoint × every role")
+struct AuthorizationMatrixTests {
+    /// Each endpoint answers each role with exactly the status of the matrix, on a fresh database.
+    @Test(arguments: matrix)
+    func endpointAnswersEachRole(_ row: MatrixRow) throws {
+        for role in Role.allCases {
+            let world = try World()
+            var path = row.path.replacingOccurrences(of: "{order}", with: world.orderID)
+            path = path.replacingOccurrences(of: "{spareKey}", with: world.spareKeyID)
+            var body: [String: Any]? = row.body(role).map { fields in
+                fields.mapValues { $0 == "{eta}" ? APIHarness.rfc3339(world.api.now.addingTimeInterval(2400)) : $0 }
+            }
+            if row.path == "/v1/orders", var orderBody = body {
+                orderBody.merge(APIHarness.orderBody(number: "B-1", now: world.api.now)) { own, _ in own }
+                body = orderBody
+            }
+            let reply = try world.api.send(row.method, path, as: world.credential(role), json: body)
+            #expect(
+                reply.status == row.expected[role],
+                "\(row.method) \(row.path) as \(role): got \(reply.status) \(String(decoding: reply.body, as: UTF8.self))"
+            )
+        }
+    }
+}
+
+/// The callers and the order the matrix is about.
+struct World {
+    let api: APIHarness
+    let orderID: String
+    let spareKeyID: String
+    private let credentials: [Role: String]
+
+    init() throws {
+        api = try APIHarness()
+        let ownerMerchant = try api.key("merchant", merchant: "m-1")
+        let ownerRider = try api.key("rider", rider: "r-1")
+        let order = try api.createOrder(ownerMerchant, number: "A-1")
+        let other = try api.createOrder(ownerMerchant, number: "A-2")
+        try #require(
+            try api.send(
+                "PUT", "/v1/orders/\(order.id)/rider", as: ownerMerchant,
+                json: ["riderId": "r-1", "name": "Marco Rossi"]
+            )
+            .status == 200)
+        try #require(
+            try api.send(
+                "PUT", "/v1/orders/\(order.id)/activities/a-1", as: order.token,
+                json: ["pushToken": "aabbccddeeff00112233445566778899", "environment": "production"]
+            ).status == 200)
+        let spare = try api.key("merchant", merchant: "m-3")
+        spareKeyID = String(spare.split(separator: "_")[1])
+        orderID = order.id
+        credentials = [
+            .wrongMerchant: try api.key("merchant", merchant: "m-2"),
+            .wrongRider: try api.key("rider", rider: "r-2"),
+            .otherCustomer: other.token,
+            .ownerMerchant: ownerMerchant,
+            .ownerRider: ownerRider,
+            .customer: order.token,
+            .admin: APIHarness.adminKey,
+        ]
+    }
+
+    func credential(_ role: Role) -> String? { credentials[role] }
+}

@@ -1,0 +1,174 @@
+import Foundation
+import HTTPServer
+import OrderDomain
+import Storage
+import Testing
+
+@Suite("Orders over the API")
+struct OrderAPITests {
+    /// A bad order body is refused with 422 and every bad field named by its JSON path; nothing is stored.
+    @Test func validationNamesEachBadField() throws {
+        let api = try APIHarness()
+        let merchant = try api.key("merchant", merchant: "m-1")
+        var body = APIHarness.orderBody(number: "A-1", now: api.now)
+        body["items"] = [["name": "Tea", "quantity": 1, "price": 2], ["name": "Cake", "quantity": "two", "price": 3]]
+        body["customer"] = ["id": "c-1", "name": "Ana", "locale": "en"]
+        body["estimatedArrival"] = "tomorrow"
+        let reply = try api.send("POST", "/v1/orders", as: merchant, json: body)
+        #expect(reply.status == 422)
+        #expect(reply.errorCode == "validation_failed")
+        let details = (reply.json["error"] as? [String: Any])?["details"] as? [String: Any]
+        let fields = Set(((details?["fields"] as? [[String: Any]]) ?? []).compactMap { $0["field"] as? String })
+        #expect(fields == ["items[1].quantity", "customer.phone", "estimatedArrival"])
+        #expect(try api.store.orderCountsByStatus().isEmpty)
+    }
+
+    /// A body that is not declared JSON is 415; malformed JSON or a non-object is 400 invalid_json.
+    @Test func bodiesMustBeJSONObjects() throws {
+        let api = try APIHarness()
+        let merchant = try api.key("merchant", merchant: "m-1")
+        let auth = ("Authorization", "Bearer " + merchant)
+        let plain = api.dispatch(
+            HTTPRequest(
+                method: "POST", path: "/v1/orders", headers: [auth, ("Content-Type", "text/plain")],
+                body: Array("{}".utf8)))
+        #expect(plain.status == 415 && plain.errorCode == "unsupported_media_type")
+        for text in ["{\"number\": ", "[1, 2]", "", "nul"] {
+            let reply = api.dispatch(
+                HTTPRequest(
+                    method: "POST", path: "/v1/orders",
+                    headers: [auth, ("Content-Type", "application/json; charset=utf-8")],
+                    body: Array(text.utf8)))
+            #expect(reply.status == 400 && reply.errorCode == "invalid_json", "body \(text)")
+        }
+    }
+
+    /// The state machine of design §2 over HTTP: applied, unchanged, illegal_transition, order_closed.
+    @Test func statusChangesFollowTheStateMachine() throws {
+        let api = try APIHarness()
+        let merchant = try api.key("merchant", merchant: "m-1")
+        let order = try api.createOrder(merchant, number: "A-1")
+        let path = "/v1/orders/\(order.id)/status"
+
+        let applied = try api.send("POST", path, as: merchant, json: ["status": "pickup"])
+        #expect(applied.status == 200 && applied.json["transition"] as? String == "applied")
+        let again = try api.send("POST", path, as: merchant, json: ["status": "pickup"])
+        #expect(again.status == 200 && again.json["transition"] as? String == "unchanged")
+
+        let backward = try api.send("POST", path, as: merchant, json: ["status": "preparing"])
+        #expect(backward.status == 409 && backward.errorCode == "illegal_transition")
+        let details = (backward.json["error"] as? [String: Any])?["details"] as? [String: Any]
+        #expect(details?["currentStatus"] as? String == "pickup")
+
+        #expect(try api.send("POST", path, as: APIHarness.adminKey, json: ["status": "delivered"]).status == 200)
+        let retried = try api.send("POST", path, as: APIHarness.adminKey, json: ["status": "delivered"])
+        #expect(retried.status == 200 && retried.json["transition"] as? String == "unchanged")
+        let cancel = try api.send("POST", path, as: merchant, json: ["status": "cancelled"])
+        #expect(cancel.status == 409 && cancel.errorCode == "order_closed")
+
+        let history = try api.store.events(orderID: order.id).map(\.to.rawValue)
+        #expect(history == ["placed", "pickup", "delivered"])
+    }
+
+    /// The same Idempotency-Key replays the first answer; with another body it is 422; the same
+    /// order number without a key returns the first order (200) without a new tracking token.
+    @Test func idempotentCreation() throws {
+        let api = try APIHarness()
+        let merchant = try api.key("merchant", merchant: "m-1")
+        let body = APIHarness.orderBody(number: "A-1", now: api.now)
+        let key = [("Idempotency-Key", "create-A-1")]
+        let first = try api.send("POST", "/v1/orders", as: merchant, json: body, headers: key)
+        #expect(first.status == 201)
+        let replay = try api.send("POST", "/v1/orders", as: merchant, json: body, headers: key)
+        #expect(replay.status == 201 && replay.body == first.body)
+        #expect(replay.header("Idempotent-Replayed") == "true")
+
+        var changed = body
+        changed["note"] = "leave at the door"
+        let mismatch = try api.send("POST", "/v1/orders", as: merchant, json: changed, headers: key)
+        #expect(mismatch.status == 422 && mismatch.errorCode == "idempotency_mismatch")
+
+        let duplicate = try api.send("POST", "/v1/orders", as: merchant, json: body)
+        #expect(duplicate.status == 200 && duplicate.json["trackingToken"] == nil)
+        let firstID = (first.json["order"] as? [String: Any])?["id"] as? String
+        #expect((duplicate.json["order"] as? [String: Any])?["id"] as? String == firstID)
+        #expect(try api.store.orderCountsByStatus()[.placed] == 1)
+
+        let other = try api.key("merchant", merchant: "m-2")
+        #expect(try api.send("POST", "/v1/orders", as: other, json: body, headers: key).status == 201)
+    }
+
+    /// The customer's view holds the projection only: no phone, address, payment or note.
+    @Test func publicViewIsTheProjection() throws {
+        let api = try APIHarness()
+        let merchant = try api.key("merchant", merchant: "m-1")
+        let order = try api.createOrder(merchant, number: "A-1")
+        let reply = try api.send("GET", "/v1/orders/\(order.id)", as: order.token)
+        #expect(reply.status == 200)
+        let text = String(decoding: reply.body, as: UTF8.self)
+        for secret in ["1234567", "Hauptstr", "4242", "visa", "ring twice", "Ana"] {
+            #expect(!text.contains(secret), "public view leaks \(secret)")
+        }
+        let live = try api.send("GET", "/v1/orders/\(order.id)/live-activity", as: order.token).json
+        let state = live["contentState"] as? [String: Any]
+        #expect(state?["status"] as? String == "placed" && state?["statusText"] as? String == "Bestellt")
+        let expectedETA = ((api.now.timeIntervalSinceReferenceDate + 1800) / 60).rounded() * 60
+        #expect(state?["estimatedArrival"] as? Double == expectedETA)
+        #expect((live["attributes"] as? [String: Any])?["orderNumber"] as? String == "A-1")
+    }
+}
+
+@Suite("Credentials and activities over the API")
+struct CredentialAPITests {
+    /// A revoked or malformed credential is 401 with a Bearer challenge.
+    @Test func revokedAndMalformedKeysAreRefused() throws {
+        let api = try APIHarness()
+        let merchant = try api.key("merchant", merchant: "m-1")
+        let id = String(merchant.split(separator: "_")[1])
+        #expect(try api.send("GET", "/v1/orders/x", as: merchant).status == 404)
+        #expect(try api.send("DELETE", "/v1/admin/keys/\(id)", as: APIHarness.adminKey).status == 204)
+        let revoked = try api.send("GET", "/v1/orders/x", as: merchant)
+        #expect(revoked.status == 401 && revoked.errorCode == "unauthorized")
+        #expect(revoked.header("WWW-Authenticate")?.hasPrefix("Bearer") == true)
+        let tampered = merchant.dropLast() + (merchant.last == "0" ? "1" : "0")
+        let keyOfOther = try api.key("merchant", merchant: "m-1")
+        #expect(try api.send("GET", "/v1/orders/x", as: String(tampered)).status == 401)
+        #expect(try api.send("GET", "/v1/orders/x", as: keyOfOther).status == 404)
+        let basic = api.dispatch(
+            HTTPRequest(method: "GET", path: "/v1/orders/x", headers: [("Authorization", "Basic Zm9v")]))
+        #expect(basic.status == 401)
+        let listed = try api.send("GET", "/v1/admin/keys", as: APIHarness.adminKey)
+        #expect(!String(decoding: listed.body, as: UTF8.self).contains(String(merchant.suffix(20))))
+    }
+
+    /// A new token for the same activity replaces the old; a closed order refuses registration (409).
+    @Test func activityRegistration() throws {
+        let api = try APIHarness()
+        let merchant = try api.key("merchant", merchant: "m-1")
+        let order = try api.createOrder(merchant, number: "A-1")
+        let path = "/v1/orders/\(order.id)/activities/act-1"
+        for token in ["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB"] {
+            let reply = try api.send(
+                "PUT", path, as: order.token, json: ["pushToken": token, "environment": "production"])
+            #expect(reply.status == 200)
+        }
+        let stored = try api.store.activity(orderID: order.id, activityID: "act-1")
+        #expect(stored?.pushToken == "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb" && stored?.bundleID == "com.example.app")
+
+        let bad = try api.send("PUT", path, as: order.token, json: ["pushToken": "xyz", "environment": "staging"])
+        #expect(bad.status == 422)
+
+        #expect(try api.send("DELETE", path, as: order.token).status == 204)
+        #expect(try api.store.activity(orderID: order.id, activityID: "act-1")?.endedAt != nil)
+        #expect(try api.send("DELETE", "/v1/orders/\(order.id)/activities/nope", as: order.token).status == 404)
+
+        #expect(
+            try api.send("POST", "/v1/orders/\(order.id)/status", as: merchant, json: ["status": "cancelled"]).status
+                == 200)
+        let closed = try api.send(
+            "PUT", "/v1/orders/\(order.id)/activities/act-2", as: order.token,
+            json: ["pushToken": "cccccccccccccccccccccccccccccccc", "environment": "production"])
+        #expect(closed.status == 409 && closed.errorCode == "order_closed")
+        #expect(try api.store.activity(orderID: order.id, activityID: "act-2") == nil)
+    }
+}
