@@ -1,0 +1,227 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The real `deliveryd` with the APNs simulator, driven over HTTP as the apps drive it.
+@Suite("End to end: from a rider's tap to the Live Activity", .serialized)
+struct EndToEndTests {
+    static let adminKey = "e2e-admin-key-0123456789"
+    static let startToken = String(repeating: "5", count: 64)
+    static let liveToken = String(repeating: "a1", count: 32)
+    static let rotatedToken = String(repeating: "a2", count: 32)
+    static let deadToken = String(repeating: "d0", count: 32)
+    static let badToken = String(repeating: "b0", count: 32)
+    static let cancelledToken = String(repeating: "c0", count: 32)
+    static let userEndedToken = String(repeating: "e0", count: 32)
+
+    /// Orders walk every path of the state machine (repeats, a backward move, a rotation, a
+    /// cancellation, a user-ended activity); each token receives exactly the expected pushes in
+    /// order, ending with `end`; no push repeats a state; dead and ended tokens get nothing more;
+    /// no payload carries a private field.
+    @Test func ordersReachTheirLiveActivities() throws {
+        let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
+        defer { simulator.stop() }
+        try simulator.script([
+            Self.deadToken: ["status": 410, "reason": "Unregistered", "timestamp": 4_102_444_800_000],
+            Self.badToken: ["status": 400, "reason": "BadDeviceToken"],
+        ])
+        let server = try DeliverydProcess(extraArguments: [
+            "--admin-key", Self.adminKey, "--access-log", "off",
+            "--apns-key-file", simulator.directory + "/signing.pem", "--apns-key-id", "ABC123DEFG",
+            "--apns-team-id", "DEF123GHIJ", "--apns-topic", "com.example.app",
+            "--apns-development-url", simulator.baseURL, "--apns-production-url", simulator.baseURL,
+            "--apns-ca-file", simulator.caFile,
+        ])
+        defer { _ = server.stop() }
+        try LoopbackHTTP.waitUntilHealthy(port: server.port)
+        let client = Client(port: server.port, simulator: simulator)
+
+        let merchant =
+            try client.call("POST", "/v1/admin/keys", Self.adminKey, ["role": "merchant", "merchantId": "m-1"], 201)[
+                "key"] as! String
+        let rider =
+            try client.call("POST", "/v1/admin/keys", Self.adminKey, ["role": "rider", "riderId": "r-1"], 201)["key"]
+            as! String
+        try client.call(
+            "PUT", "/v1/customers/c-1/push-to-start/d-1", merchant,
+            ["pushToken": Self.startToken, "environment": "production"], 200)
+
+        // Order A: the whole delivery path, with a push-to-start, dead tokens and a rotation.
+        let eta = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 / 60).rounded(.down) * 60 + 1800)
+        let created = try client.call(
+            "POST", "/v1/orders", merchant, Self.orderBody("A-1", customer: "c-1", eta: eta), 201)
+        let orderA = (created["order"] as! [String: Any])["id"] as! String
+        let trackingA = created["trackingToken"] as! String
+        try client.waitForPushes(1)
+        for (activity, token, environment) in [
+            ("a-live", Self.liveToken, "development"), ("a-dead", Self.deadToken, "production"),
+            ("a-bad", Self.badToken, "development"),
+        ] {
+            try client.call(
+                "PUT", "/v1/orders/\(orderA)/activities/\(activity)", trackingA,
+                ["pushToken": token, "environment": environment], 200)
+        }
+        let status = "/v1/orders/\(orderA)/status"
+        try client.step("POST", status, merchant, ["status": "preparing"], expectPushes: 4)
+        try client.step("POST", status, merchant, ["status": "preparing"], expectPushes: 4, transition: "unchanged")
+        try client.step(
+            "PUT", "/v1/orders/\(orderA)/rider", merchant,
+            ["riderId": "r-1", "name": "Marco Rossi", "phone": "+39 333 7654321"], expectPushes: 5)
+        try client.step("POST", status, rider, ["status": "pickup"], expectPushes: 6)
+        let backward = try client.send("POST", status, merchant, ["status": "preparing"])
+        #expect(
+            backward.status == 409
+                && (backward.json["error"] as? [String: Any])?["code"] as? String == "illegal_transition")
+        let etaPath = "/v1/orders/\(orderA)/eta"
+        try client.step(
+            "PATCH", etaPath, rider, ["estimatedArrival": Self.rfc3339(eta.addingTimeInterval(600))], expectPushes: 7)
+        // 20 seconds later rounds to the same minute: stored, but the projected state is the same.
+        try client.step(
+            "PATCH", etaPath, rider, ["estimatedArrival": Self.rfc3339(eta.addingTimeInterval(620))], expectPushes: 7)
+        try client.call(
+            "PUT", "/v1/orders/\(orderA)/activities/a-live", trackingA,
+            ["pushToken": Self.rotatedToken, "environment": "development"], 200)
+        try client.step("POST", status, rider, ["status": "delivering"], expectPushes: 8)
+        try client.step("POST", status, rider, ["status": "delivered"], expectPushes: 9)
+        try client.step("POST", status, rider, ["status": "delivered"], expectPushes: 9, transition: "unchanged")
+        let late = try client.send(
+            "PUT", "/v1/orders/\(orderA)/activities/a-late", trackingA,
+            ["pushToken": Self.liveToken, "environment": "development"])
+        #expect(late.status == 409 && (late.json["error"] as? [String: Any])?["code"] as? String == "order_closed")
+
+        // Order B: cancelled while being prepared.
+        let createdB = try client.call(
+            "POST", "/v1/orders", merchant, Self.orderBody("B-1", customer: "c-2", eta: eta), 201)
+        let orderB = (createdB["order"] as! [String: Any])["id"] as! String
+        try client.call(
+            "PUT", "/v1/orders/\(orderB)/activities/b-live", createdB["trackingToken"] as! String,
+            ["pushToken": Self.cancelledToken, "environment": "production"], 200)
+        try client.step("POST", "/v1/orders/\(orderB)/status", merchant, ["status": "cancelled"], expectPushes: 10)
+        let reopened = try client.send("POST", "/v1/orders/\(orderB)/status", Self.adminKey, ["status": "delivered"])
+        #expect(
+            reopened.status == 409 && (reopened.json["error"] as? [String: Any])?["code"] as? String == "order_closed")
+
+        // Order C: the user ended the activity before anything happened.
+        let createdC = try client.call(
+            "POST", "/v1/orders", merchant, Self.orderBody("C-1", customer: "c-3", eta: eta), 201)
+        let orderC = (createdC["order"] as! [String: Any])["id"] as! String
+        let trackingC = createdC["trackingToken"] as! String
+        try client.call(
+            "PUT", "/v1/orders/\(orderC)/activities/c-live", trackingC,
+            ["pushToken": Self.userEndedToken, "environment": "production"], 200)
+        #expect(try client.send("DELETE", "/v1/orders/\(orderC)/activities/c-live", trackingC).status == 204)
+        try client.step("POST", "/v1/orders/\(orderC)/status", merchant, ["status": "preparing"], expectPushes: 10)
+
+        let records = try simulator.records()
+        func pushes(_ token: String) -> [String] {
+            records.filter { $0["token"] as? String == token }.map(Self.summary)
+        }
+        #expect(pushes(Self.startToken) == ["start placed"])
+        #expect(
+            pushes(Self.liveToken) == [
+                "update preparing", "update preparing rider=Marco", "update pickup rider=Marco",
+                "update pickup rider=Marco",
+            ])
+        #expect(pushes(Self.rotatedToken) == ["update delivering rider=Marco", "end delivered rider=Marco"])
+        #expect(pushes(Self.deadToken) == ["update preparing"])
+        #expect(pushes(Self.badToken) == ["update preparing"])
+        #expect(pushes(Self.cancelledToken) == ["end cancelled"])
+        #expect(pushes(Self.userEndedToken).isEmpty)
+
+        // One activity across its rotation: states never repeat, timestamps never go back.
+        let chain = records.filter { [Self.liveToken, Self.rotatedToken].contains($0["token"] as? String) }
+        let states = chain.map { Self.aps($0)["content-state"] as? [String: Any] ?? [:] }
+        for (previous, next) in zip(states, states.dropFirst()) {
+            #expect(!NSDictionary(dictionary: previous).isEqual(to: next), "a state was pushed twice")
+        }
+        let timestamps = chain.compactMap { Self.aps($0)["timestamp"] as? Int }
+        #expect(timestamps == timestamps.sorted() && timestamps.count == chain.count)
+        let priorities = chain.map { ($0["headers"] as? [String: String])?["apns-priority"] ?? "" }
+        #expect(priorities == ["5", "5", "10", "5", "10", "10"])
+        let start = Self.aps(records.first { $0["token"] as? String == Self.startToken } ?? [:])
+        #expect(start["attributes-type"] as? String == "DeliveryAttributes")
+        #expect((start["alert"] as? [String: Any]) != nil)
+
+        for record in records {
+            let payload = record["payload"] as? String ?? ""
+            for secret in ["1234567", "7654321", "Hauptstr", "10115", "4242", "visa", "ring twice", "Rossi", "Ana"] {
+                #expect(!payload.contains(secret), "a payload carries \(secret)")
+            }
+        }
+
+        let log =
+            try client.call("GET", "/v1/orders/\(orderA)/pushes", merchant, nil, 200)["pushes"] as? [[String: Any]]
+            ?? []
+        #expect(log.count == 9)
+        #expect(log.compactMap { $0["httpStatus"] as? Int }.sorted() == [200, 200, 200, 200, 200, 200, 200, 400, 410])
+    }
+
+    static func orderBody(_ number: String, customer: String, eta: Date) -> [String: Any] {
+        [
+            "number": number, "merchantName": "Pizza Roma",
+            "items": [["name": "Margherita", "quantity": 2, "price": 8.5]],
+            "customer": ["id": customer, "name": "Ana", "phone": "+49 30 1234567", "locale": "en"],
+            "address": "Hauptstr. 1, 10115 Berlin", "payment": ["method": "card", "brand": "visa", "last4": "4242"],
+            "estimatedArrival": rfc3339(eta), "note": "ring twice",
+        ]
+    }
+
+    static func rfc3339(_ date: Date) -> String { date.formatted(.iso8601) }
+
+    static func aps(_ record: [String: Any]) -> [String: Any] {
+        let payload = Data((record["payload"] as? String ?? "{}").utf8)
+        let object = (try? JSONSerialization.jsonObject(with: payload)) as? [String: Any]
+        return object?["aps"] as? [String: Any] ?? [:]
+    }
+
+    /// `event status[ rider=Name]` of one recorded push.
+    static func summary(_ record: [String: Any]) -> String {
+        let aps = aps(record)
+        let state = aps["content-state"] as? [String: Any] ?? [:]
+        var text = "\(aps["event"] as? String ?? "?") \(state["status"] as? String ?? "?")"
+        if let rider = state["riderName"] as? String { text += " rider=\(rider)" }
+        return text
+    }
+}
+
+/// Requests to the server under test and waits on the simulator's record.
+struct Client {
+    let port: UInt16
+    let simulator: APNsSimulator
+
+    func send(_ method: String, _ path: String, _ bearer: String, _ body: [String: Any]? = nil) throws
+        -> LoopbackHTTP.Response
+    {
+        try LoopbackHTTP.send(port: port, method, path, bearer: bearer, json: body)
+    }
+
+    /// Sends a request that must answer `status`; returns its JSON body.
+    @discardableResult
+    func call(_ method: String, _ path: String, _ bearer: String, _ body: [String: Any]?, _ status: Int) throws
+        -> [String: Any]
+    {
+        let response = try send(method, path, bearer, body)
+        try #require(response.status == status, "\(method) \(path): \(response.status) \(response.text)")
+        return response.json
+    }
+
+    /// A change that must answer 200 with `transition`, after which the simulator holds exactly
+    /// `expectPushes` requests.
+    func step(
+        _ method: String, _ path: String, _ bearer: String, _ body: [String: Any], expectPushes: Int,
+        transition: String = "applied"
+    ) throws {
+        let answer = try call(method, path, bearer, body, 200)
+        #expect(answer["transition"] as? String == transition, "\(method) \(path) \(body)")
+        try waitForPushes(expectPushes)
+    }
+
+    /// Waits until the simulator has `count` requests, then a little longer to catch any extra one.
+    func waitForPushes(_ count: Int) throws {
+        let deadline = Date().addingTimeInterval(10)
+        while try simulator.records().count < count, Date() < deadline { usleep(10_000) }
+        usleep(300_000)
+        let seen = try simulator.records().count
+        try #require(seen == count, "the simulator has \(seen) pushes, expected \(count)")
+    }
+}
