@@ -9,6 +9,7 @@ final class DeliverydProcess {
     let port: UInt16
     let dataDirectory: String
     private let errorPipe = Pipe()
+    private let keepData: Bool
 
     static var executableURL: URL { BuiltProduct.url("deliveryd") }
 
@@ -34,11 +35,15 @@ final class DeliverydProcess {
         )
     }
 
-    init(extraArguments: [String] = []) throws {
+    /// - Parameters:
+    ///   - dataDirectory: default a new temporary directory.
+    ///   - keepData: leave the data directory in place on `stop()`, for a second start on it.
+    init(extraArguments: [String] = [], dataDirectory: String? = nil, keepData: Bool = false) throws {
         port = UInt16.random(in: 20_000...40_000)
-        dataDirectory = NSTemporaryDirectory() + "deliveryd-e2e-" + UUID().uuidString
+        self.dataDirectory = dataDirectory ?? NSTemporaryDirectory() + "deliveryd-e2e-" + UUID().uuidString
+        self.keepData = keepData
         process.executableURL = Self.executableURL
-        process.arguments = ["--listen", "127.0.0.1:\(port)", "--data-dir", dataDirectory] + extraArguments
+        process.arguments = ["--listen", "127.0.0.1:\(port)", "--data-dir", self.dataDirectory] + extraArguments
         process.environment = [:]
         process.standardError = errorPipe
         process.standardOutput = FileHandle.nullDevice
@@ -49,7 +54,7 @@ final class DeliverydProcess {
     func stop() -> Int32 {
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
-        try? FileManager.default.removeItem(atPath: dataDirectory)
+        if !keepData { try? FileManager.default.removeItem(atPath: dataDirectory) }
         return process.terminationStatus
     }
 

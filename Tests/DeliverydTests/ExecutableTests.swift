@@ -101,3 +101,53 @@ struct BackupCommandTests {
         #expect(againErrors.contains("exists already"))
     }
 }
+
+@Suite("deliveryd keys and the first admin key", .serialized)
+struct KeyCommandTests {
+    /// The first start prints a working admin key once; a second start on the same data creates none.
+    @Test func firstStartPrintsAnAdminKey() throws {
+        let server = try DeliverydProcess(extraArguments: ["--access-log", "off"], keepData: true)
+        defer { try? FileManager.default.removeItem(atPath: server.dataDirectory) }
+        try LoopbackHTTP.waitUntilHealthy(port: server.port)
+        #expect(server.stop() == 0)
+        let log = server.standardError()
+        let key = try #require(log.firstMatch(of: /created the first admin key[^:]*: (dk_[0-9a-f_k]+)/)?.1)
+
+        let again = try DeliverydProcess(
+            extraArguments: ["--access-log", "off"], dataDirectory: server.dataDirectory, keepData: true)
+        try LoopbackHTTP.waitUntilHealthy(port: again.port)
+        let keys = try LoopbackHTTP.send(port: again.port, "GET", "/v1/admin/keys", bearer: String(key))
+        #expect(keys.status == 200)
+        #expect((keys.json["keys"] as? [[String: Any]])?.count == 1)
+        #expect(again.stop() == 0)
+        #expect(!again.standardError().contains("created the first admin key"))
+    }
+
+    /// `keys create` prints a key that the server accepts; `keys list` never shows keys; a revoked
+    /// key is refused.
+    @Test func keysCommandManagesKeys() throws {
+        let directory = NSTemporaryDirectory() + "deliveryd-keys-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (status, output, _) = try DeliverydProcess.run(
+            ["keys", "create", "--role", "merchant", "--merchant", "m-1", "--data-dir", directory])
+        #expect(status == 0)
+        let key = try #require(output.firstMatch(of: /key\t(dk_\S+)/)?.1)
+        let id = try #require(output.firstMatch(of: /id\t(\S+)/)?.1)
+        let (badStatus, _, badErrors) = try DeliverydProcess.run(
+            ["keys", "create", "--role", "merchant", "--data-dir", directory])
+        #expect(badStatus == 2 && badErrors.contains("merchantId"))
+
+        let (_, listing, _) = try DeliverydProcess.run(["keys", "list", "--data-dir", directory])
+        #expect(listing.contains(String(id)) && listing.contains("m-1"))
+        #expect(!listing.contains(String(key.suffix(16))))
+
+        let server = try DeliverydProcess(
+            extraArguments: ["--access-log", "off"], dataDirectory: directory, keepData: true)
+        try LoopbackHTTP.waitUntilHealthy(port: server.port)
+        #expect(try LoopbackHTTP.send(port: server.port, "GET", "/v1/orders/none", bearer: String(key)).status == 404)
+        let (revoked, _, _) = try DeliverydProcess.run(["keys", "revoke", String(id), "--data-dir", directory])
+        #expect(revoked == 0)
+        #expect(try LoopbackHTTP.send(port: server.port, "GET", "/v1/orders/none", bearer: String(key)).status == 401)
+        #expect(server.stop() == 0)
+    }
+}
