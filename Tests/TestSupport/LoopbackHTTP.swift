@@ -45,7 +45,9 @@ package enum LoopbackHTTP {
         let request = Array(head.utf8) + Array("\r\n".utf8) + Array(body)
         var sent = 0
         while sent < request.count {
-            let count = request[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let count = request[sent...].withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
             guard count > 0 else { throw Failure(description: "send failed") }
             sent += count
         }
@@ -67,7 +69,8 @@ package enum LoopbackHTTP {
         var headers: [String: String] = [:]
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].lowercased()] = value
         }
         return Response(status: status, headers: headers, body: Data(bytes[split.upperBound...]))
     }
