@@ -10,7 +10,7 @@ export PATH := $(if $(wildcard /opt/swift/usr/bin),/opt/swift/usr/bin:,)$(PATH)
 APT_PACKAGES := libsqlite3-dev libcurl4-openssl-dev libssl-dev pkg-config ca-certificates openssl
 SWIFT_FORMAT_PATHS := Sources Tests bench Package.swift
 
-.PHONY: help deps venv build run test lint format clean bench bench-http bench-projection bench-storage
+.PHONY: help deps venv build run test lint format clean bench bench-http bench-projection bench-storage bench-push-latency
 
 help:
 	@echo "make run    build (release) and run deliveryd on 127.0.0.1:8080 with data in ./var"
@@ -57,7 +57,7 @@ test: deps venv lint
 	swift build --build-tests
 	swift test --skip-build
 
-bench: bench-http bench-projection bench-storage
+bench: bench-http bench-projection bench-storage bench-push-latency
 
 ## deliveryd against nginx with wrk, and 10,000 idle keep-alive connections.
 bench-http: deps
@@ -71,6 +71,10 @@ bench-projection: deps
 ## Commits per second at 1k and 1M orders, FULL against NORMAL, file size per million orders.
 bench-storage: deps
 	bash bench/storage.sh
+
+## Commit-to-APNs latency at light load: deliveryd (release) with the APNs simulator.
+bench-push-latency: deps venv
+	bash bench/push_latency.sh
 
 clean:
 	rm -rf .build
