@@ -43,6 +43,9 @@ let package = Package(
         // OpenSSL behind Swift types: ES256 signing, SHA-256, secrets.
         .target(name: "Cryptography", dependencies: ["COpenSSL"], swiftSettings: strictSettings),
 
+        // Metrics and structured logs, shared by the edges.
+        .target(name: "Telemetry", swiftSettings: strictSettings),
+
         // The edges.
         .target(name: "HTTPServer", dependencies: ["CLinuxShim"], swiftSettings: strictSettings),
         .target(
@@ -54,12 +57,14 @@ let package = Package(
         ),
         .target(
             name: "Pusher",
-            dependencies: ["OrderDomain", "Projection", "Storage", "Cryptography", "CCurl"],
+            dependencies: ["OrderDomain", "Projection", "Storage", "Cryptography", "Telemetry", "CCurl"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "DeliveryAPI",
-            dependencies: ["OrderDomain", "Projection", "HTTPServer", "Storage", "Pusher", "Cryptography"],
+            dependencies: [
+                "OrderDomain", "Projection", "HTTPServer", "Storage", "Pusher", "Cryptography", "Telemetry",
+            ],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -88,6 +93,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strictSettings),
 
         .testTarget(name: "OrderDomainTests", dependencies: ["OrderDomain"], swiftSettings: strictSettings),
+        .testTarget(name: "TelemetryTests", dependencies: ["Telemetry"], swiftSettings: strictSettings),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"], swiftSettings: strictSettings),
         .testTarget(name: "ProjectionTests", dependencies: ["Projection"], swiftSettings: strictSettings),
         .testTarget(

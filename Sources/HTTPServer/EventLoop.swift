@@ -46,6 +46,15 @@ final class ConnectionCounter: Sendable {
     let value = Atomic<Int>(0)
 }
 
+/// The request a connection is answering, for its access log entry.
+private struct InFlight {
+    let method: String
+    let path: String
+    let started: UInt64
+    var requestID = "-"
+    var route: String?
+}
+
 /// One connection's state, owned by its loop's thread.
 private final class Connection {
     let fd: Int32
@@ -60,7 +69,7 @@ private final class Connection {
     var lastActivity: UInt64
     var requestStarted: UInt64?
     var writeProgress: UInt64
-    var current: (method: String, path: String, started: UInt64)?
+    var current: InFlight?
     /// How to frame the response a pooled handler is computing.
     var pending: (keepAlive: Bool, includeBody: Bool) = (true, true)
 
@@ -95,6 +104,9 @@ final class EventLoop {
     private var dateSecond = -1
     private var dateBytes: [UInt8] = []
     private var stopDeadline: UInt64?
+    /// Request ids are this loop's random prefix and a counter: unique per process run, cheap to make.
+    private let requestIDPrefix = String(UInt32.random(in: .min ... .max), radix: 16)
+    private var requestCounter: UInt64 = 0
 
     init(
         listenerFD: Int32, mailbox: LoopMailbox, router: Router, configuration: HTTPServerConfiguration,
@@ -237,6 +249,17 @@ final class EventLoop {
         process(connection, now: now)
     }
 
+    /// The client's `X-Request-Id` when it is a short token, else a new id.
+    private func nextRequestID(supplied: String?) -> String {
+        if let supplied, (1...64).contains(supplied.utf8.count),
+            supplied.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") })
+        {
+            return supplied
+        }
+        requestCounter &+= 1
+        return requestIDPrefix + "-" + String(requestCounter, radix: 16)
+    }
+
     /// Answers buffered requests in order, one at a time, until one waits for its handler or data runs out.
     private func process(_ connection: Connection, now: UInt64) {
         while !connection.waitingForHandler && !connection.closeAfterWrite {
@@ -244,7 +267,7 @@ final class EventLoop {
             do {
                 event = try connection.parser.next()
             } catch {
-                connection.current = ("-", "-", connection.requestStarted ?? now)
+                connection.current = InFlight(method: "-", path: "-", started: connection.requestStarted ?? now)
                 respond(
                     connection,
                     ResponseWriter.error(
@@ -262,7 +285,10 @@ final class EventLoop {
             case .expectsContinue:
                 connection.output.append(contentsOf: "HTTP/1.1 100 Continue\r\n\r\n".utf8)
             case .request(var request):
-                connection.current = (request.method, request.path, connection.requestStarted ?? now)
+                request.requestID = nextRequestID(supplied: request.header("X-Request-Id"))
+                connection.current = InFlight(
+                    method: request.method, path: request.path, started: connection.requestStarted ?? now,
+                    requestID: request.requestID)
                 connection.requestStarted = connection.parser.isMidRequest ? now : nil
                 let keepAlive = request.keepAlive && mailbox.stopRequested.load(ordering: .relaxed) == false
                 let includeBody = request.method != "HEAD"
@@ -280,7 +306,8 @@ final class EventLoop {
                             extraHeaders: [("Allow", allow.joined(separator: ", "))]
                         ), keepAlive: keepAlive, includeBody: includeBody, now: now
                     )
-                case .found(let handler, let parameters, let execution):
+                case .found(let handler, let parameters, let execution, let pattern):
+                    connection.current?.route = pattern
                     request.pathParameters = parameters
                     request.keepAlive = keepAlive
                     switch execution {
@@ -333,13 +360,18 @@ final class EventLoop {
             dateBytes = ResponseWriter.httpDate(second)
         }
         let before = connection.output.count
+        var response = response
+        if let requestID = connection.current?.requestID, requestID != "-" {
+            response.headers.append(("X-Request-Id", requestID))
+        }
         ResponseWriter.append(
             response, to: &connection.output, date: dateBytes, keepAlive: keepAlive, includeBody: includeBody)
         if !keepAlive { connection.closeAfterWrite = true }
         if let accessLog, let current = connection.current {
             accessLog(
                 AccessLogEntry(
-                    method: current.method, path: current.path, status: response.status,
+                    method: current.method, path: current.path, route: current.route, requestID: current.requestID,
+                    status: response.status,
                     bytes: connection.output.count - before,
                     durationSeconds: Double(Posix.monotonicNanoseconds() - current.started) / 1e9
                 )
@@ -409,7 +441,7 @@ final class EventLoop {
                 !connection.waitingForHandler
             {
                 if now - started > request {
-                    connection.current = ("-", "-", started)
+                    connection.current = InFlight(method: "-", path: "-", started: started)
                     respond(
                         connection,
                         ResponseWriter.error(408, code: "request_timeout", message: "request not completed in time"),

@@ -12,6 +12,8 @@ public struct HTTPRequest: Sendable {
     public var keepAlive: Bool
     /// Values the router took from the path (`{id}` in `/v1/orders/{id}`).
     public var pathParameters: [String: String] = [:]
+    /// The client's `X-Request-Id`, or one the server made; echoed in the response and the access log.
+    public var requestID = ""
     /// The path without the query string, percent-encoding intact.
     public var path: String
     public var query: String?

@@ -17,7 +17,8 @@ public struct Router: Sendable {
 
     /// The outcome of a lookup.
     public enum Resolution: Sendable {
-        case found(Handler, parameters: [String: String], execution: Execution)
+        /// `pattern` is the route as registered (`/v1/orders/{id}`): a label of bounded cardinality.
+        case found(Handler, parameters: [String: String], execution: Execution, pattern: String)
         case notFound
         case methodNotAllowed(allow: [String])
     }
@@ -66,7 +67,9 @@ public struct Router: Sendable {
         if let candidates = staticRoutes[path] {
             for index in candidates
             where routes[index].method == method || (method == "HEAD" && routes[index].method == "GET") {
-                return .found(routes[index].handler, parameters: [:], execution: routes[index].execution)
+                return .found(
+                    routes[index].handler, parameters: [:], execution: routes[index].execution,
+                    pattern: routes[index].pattern)
             }
         }
         let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
@@ -75,7 +78,7 @@ public struct Router: Sendable {
         for route in routes {
             guard let parameters = Self.match(route.segments, pathSegments) else { continue }
             if route.method == method || (method == "HEAD" && route.method == "GET") {
-                return .found(route.handler, parameters: parameters, execution: route.execution)
+                return .found(route.handler, parameters: parameters, execution: route.execution, pattern: route.pattern)
             }
             allowed.append(route.method)
             if route.method == "GET" { allowed.append("HEAD") }

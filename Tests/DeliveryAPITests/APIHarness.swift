@@ -63,7 +63,7 @@ final class APIHarness {
         request.path = String(parts[0])
         request.query = parts.count > 1 ? String(parts[1]) : nil
         switch router.resolve(method: request.method, path: request.path) {
-        case .found(let handler, let parameters, _):
+        case .found(let handler, let parameters, _, _):
             request.pathParameters = parameters
             let response = handler(request)
             return Reply(status: response.status, headers: response.headers, body: response.body)
