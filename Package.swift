@@ -65,6 +65,8 @@ let package = Package(
             dependencies: [
                 "OrderDomain", "Projection", "HTTPServer", "Storage", "Pusher", "Cryptography", "Telemetry",
             ],
+            // The admin dashboard page ships with the binary.
+            resources: [.copy("Resources/admin.html")],
             swiftSettings: strictSettings
         ),
         .executableTarget(

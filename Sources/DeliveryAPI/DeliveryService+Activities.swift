@@ -1,6 +1,7 @@
 import HTTPServer
 import OrderDomain
 import Storage
+import Telemetry
 
 extension DeliveryService {
     /// The bounds of what devices register; APNs tokens are hex, today 64 digits, documented as variable.
@@ -26,6 +27,7 @@ extension DeliveryService {
             orderID: orderID, activityID: activityID, pushToken: registration.token,
             environment: registration.environment, bundleID: registration.bundleID, now: call.now
         )
+        metrics.activityEvents.increment([record.startedAt == record.registeredAt ? "registered" : "token_rotated"])
         return json(200, .object(["activity": Views.activity(record)]))
     }
 
@@ -37,8 +39,11 @@ extension DeliveryService {
         guard try store.activity(orderID: orderID, activityID: activityID) != nil else {
             throw APIError.notFound("no such activity")
         }
-        try store.endActivity(
+        if try store.endActivity(
             orderID: orderID, activityID: activityID, reason: "user", now: call.now, onlyIfRegisteredBefore: nil)
+        {
+            metrics.activityEvents.increment(["removed_by_user"])
+        }
         return HTTPResponse(status: 204)
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import HTTPServer
 import OrderDomain
 import Storage
+import Telemetry
 
 extension DeliveryService {
     /// `POST /v1/orders`: a merchant creates an order of its own; an admin names the merchant.
@@ -36,8 +37,11 @@ extension DeliveryService {
         }
         try reader.finish()
         let tracking = Credentials.newTrackingToken()
-        switch try store.createOrder(order, event: event, trackingTokenHash: tracking.hash, now: now) {
+        switch try store.createOrder(
+            order, event: event, trackingTokenHash: tracking.hash, now: now, requestID: call.request.requestID)
+        {
         case .created(let order, _, let queuedStarts):
+            metrics.ordersCreated.increment()
             wakePusher(queuedStarts)
             return json(201, .object(["order": Views.staff(order), "trackingToken": .string(tracking.token)]))
         case .existing(let order):
@@ -124,7 +128,10 @@ extension DeliveryService {
     private func applyChange(
         _ orderID: String, _ call: Call, _ change: (Order) throws(OrderError) -> ChangeOutcome
     ) throws -> HTTPResponse {
-        let stored = try store.change(orderID: orderID, now: call.now, change)
+        let stored = try store.change(orderID: orderID, now: call.now, requestID: call.request.requestID, change)
+        if case .applied(let order, let event) = stored.outcome, event.from != event.to {
+            metrics.transitions.increment([event.from.rawValue, order.status.rawValue])
+        }
         wakePusher(stored.queuedPushes)
         let transition: JSONValue =
             switch stored.outcome {

@@ -4,6 +4,7 @@ import OrderDomain
 public import Projection
 public import Pusher
 public import Storage
+public import Telemetry
 
 /// What the API needs beyond storage: how to project orders and which app is the default.
 public struct DeliveryServiceConfiguration: Sendable {
@@ -39,16 +40,19 @@ public struct DeliveryService: Sendable {
     let outboxSignal: OutboxSignal?
     let idempotency: Idempotency
     let clock: @Sendable () -> Date
-    let logError: @Sendable (String) -> Void
+    let logger: Logger
+    let registry: MetricsRegistry
+    let metrics: APIMetrics
 
     /// - Parameters:
     ///   - outboxSignal: woken after a commit that queued pushes; `nil` leaves the pusher to its poll.
     ///   - clock: the time of each request (tests pass a fixed one).
-    ///   - logError: where unexpected failures are reported; clients only see `500 internal`.
+    ///   - registry: the process's metrics, served by `/metrics` and `/v1/admin/stats`.
+    ///   - logger: where unexpected failures are reported; clients only see `500 internal`.
     public init(
         store: any DeliveryStore, configuration: DeliveryServiceConfiguration = DeliveryServiceConfiguration(),
         outboxSignal: OutboxSignal? = nil, clock: @escaping @Sendable () -> Date = { Date() },
-        logError: @escaping @Sendable (String) -> Void = { _ in }
+        registry: MetricsRegistry = MetricsRegistry(), logger: Logger = Logger(label: "api")
     ) {
         self.store = store
         self.configuration = configuration
@@ -56,7 +60,9 @@ public struct DeliveryService: Sendable {
         self.outboxSignal = outboxSignal
         self.idempotency = Idempotency(store: store, lifetime: configuration.idempotencyLifetime)
         self.clock = clock
-        self.logError = logError
+        self.registry = registry
+        self.logger = logger
+        self.metrics = APIMetrics(registry: registry, store: store)
     }
 
     /// Every route of the service.
@@ -93,6 +99,10 @@ public struct DeliveryService: Sendable {
         route(&router, "DELETE", "/v1/admin/keys/{id}", revokeKey)
         route(&router, "GET", "/v1/admin/dead-letters", listDeadLetters)
         route(&router, "POST", "/v1/admin/dead-letters/replay", idempotent: true, replayDeadLetters)
+        route(&router, "GET", "/metrics", showMetrics)
+        route(&router, "GET", "/v1/admin/stats", showStats)
+        let dashboard = AdminDashboard.response
+        router.add("GET", "/admin", execution: .inline) { _ in dashboard }
         return router
     }
 
@@ -129,12 +139,17 @@ public struct DeliveryService: Sendable {
         } catch let error as APIError {
             return error.response
         } catch let error as StorageError {
-            if error.domainError == nil { logError("storage failure on \(request.method) \(request.path): \(error)") }
+            if error.domainError == nil {
+                logger.error(
+                    "request.storage_failure",
+                    ["request.id": .string(request.requestID), "error": .string(error.description)])
+            }
             return APIError(error).response
         } catch let error as OrderError {
             return APIError(error).response
         } catch {
-            logError("unexpected failure on \(request.method) \(request.path): \(error)")
+            logger.error(
+                "request.unexpected_failure", ["request.id": .string(request.requestID), "error": .string("\(error)")])
             return APIError.internalError().response
         }
     }

@@ -2,6 +2,7 @@ public import Foundation
 internal import OrderDomain
 public import Projection
 public import Storage
+public import Telemetry
 
 /// Where pushes go and with which credentials.
 public struct PusherConfiguration: Sendable {
@@ -40,13 +41,21 @@ public final class PushWorker {
     private let configuration: PusherConfiguration
     private let planner: PushPlanner
     private let owner: String
+    private let metrics: PushMetrics
+    private let logger: Logger
     private var randomness = SystemRandomNumberGenerator()
 
+    /// - Parameters:
+    ///   - metrics: where sends, failures and latencies are counted (default: a registry of its own).
+    ///   - logger: failures at warning, each accepted push at debug, with the request id behind it.
     public init(
         store: any DeliveryStore, sender: any PushSender, tokens: ProviderTokenCache?,
         configuration: PusherConfiguration,
-        owner: String = "pusher-\(getpid())"
+        owner: String = "pusher-\(getpid())", metrics: PushMetrics = PushMetrics(registry: MetricsRegistry()),
+        logger: Logger = Logger(label: "pusher")
     ) {
+        self.metrics = metrics
+        self.logger = logger
         self.store = store
         self.sender = sender
         self.tokens = tokens
@@ -137,8 +146,12 @@ public final class PushWorker {
                     registeredAt: activity.registeredAt
                 )
             case .skip(.activityExpired):
-                try store.endActivity(
+                if try store.endActivity(
                     orderID: order.id, activityID: activityID, reason: "expired", now: now, onlyIfRegisteredBefore: nil)
+                {
+                    metrics.tokensRemoved.increment(["expired"])
+                    metrics.activityEvents.increment(["removed_by_system"])
+                }
                 try store.markSent(item.id, now: now)
             case .skip:
                 try store.markSent(item.id, now: now)
@@ -163,21 +176,45 @@ public final class PushWorker {
 
     private func apply(_ response: APNsResponse, to entry: Planned, provider: ProviderToken?, now: Date) async throws {
         let item = entry.item
+        let event = entry.push.event.rawValue
         try store.logPush(
             PushAttempt(
-                orderID: item.orderID, targetID: Self.targetLabel(item.target), event: entry.push.event.rawValue,
+                orderID: item.orderID, targetID: Self.targetLabel(item.target), event: event,
                 priority: entry.push.headers.priority, httpStatus: response.status,
                 reason: response.reason?.description ?? response.transportError, apnsID: response.apnsID,
-                latencyMilliseconds: Int(response.latencySeconds * 1000), attemptedAt: now
+                latencyMilliseconds: Int(response.latencySeconds * 1000), attemptedAt: now, requestID: item.requestID
             )
         )
+        metrics.apnsRoundTrip.observe(response.latencySeconds)
+        metrics.changeToAnswer.observe(max(0, Date().timeIntervalSince(item.createdAt)))
         let action = PushResultClassifier.action(
             status: response.status, reason: response.reason, timestamp: response.timestamp, environmentConfirmed: true
         )
         let reason = response.reason?.description ?? response.transportError ?? "status \(response.status ?? 0)"
+        let fields: [String: Logger.Value] = [
+            "request.id": .string(item.requestID ?? "-"), "order.id": .string(item.orderID),
+            "push.target": .string(Self.targetLabel(item.target)), "push.event": .string(event),
+            "apns.status": .int(response.status ?? 0), "apns.reason": .string(reason),
+            "device.token.prefix": .string(String(entry.token.prefix(8))),
+        ]
+        if case .delivered = action {
+            logger.debug("push.accepted", fields)
+        } else {
+            metrics.failures.increment([
+                response.reason?.description
+                    ?? (response.status == nil ? "transport" : "status_\(response.status ?? 0)")
+            ])
+            logger.warning("push.not_accepted", fields)
+        }
         switch action {
         case .delivered:
+            metrics.pushes.increment([event, "accepted"])
             try store.markSent(item.id, now: now)
+            switch (item.target, entry.push.event) {
+            case (.start, _): metrics.activityEvents.increment(["started_remotely"])
+            case (.activity, .end): metrics.activityEvents.increment(["ended"])
+            case (.activity, _): metrics.activityEvents.increment(["updated"])
+            }
             if case .activity(let activityID) = item.target {
                 try store.recordSent(
                     orderID: item.orderID, activityID: activityID,
@@ -192,35 +229,48 @@ public final class PushWorker {
                 }
             }
         case .dropToken(let registeredBefore):
+            metrics.pushes.increment([event, "token_removed"])
+            let removed: Bool
             switch item.target {
             case .activity(let activityID):
-                try store.endActivity(
+                removed = try store.endActivity(
                     orderID: item.orderID, activityID: activityID, reason: reason, now: now,
                     onlyIfRegisteredBefore: registeredBefore
                 )
             case .start(let customerID, let deviceID):
                 try store.deletePushToStart(
                     customerID: customerID, deviceID: deviceID, onlyIfRegisteredBefore: registeredBefore)
+                removed = true
+            }
+            if removed {
+                metrics.tokensRemoved.increment([reason])
+                metrics.activityEvents.increment(["removed_by_system"])
             }
             try store.markSent(item.id, now: now)
         case .deadLetter:
+            metrics.pushes.increment([event, "dead_lettered"])
             try store.markDead(item.id, reason: reason, now: now)
         case .refreshTokenAndRetry:
             if let tokens, let provider { _ = try await tokens.replaceExpired(provider, now: now) }
-            try retry(item, reason: reason, now: now)
+            metrics.pushes.increment([event, try retry(item, reason: reason, now: now)])
         case .retry, .pauseEnvironment:
-            try retry(item, reason: reason, now: now)
+            metrics.pushes.increment([event, try retry(item, reason: reason, now: now)])
         }
     }
 
-    private func retry(_ item: OutboxItem, reason: String, now: Date) throws {
+    /// Schedules the next attempt, or dead-letters the row past the retry deadline; returns the
+    /// result label (`retried` or `dead_lettered`).
+    private func retry(_ item: OutboxItem, reason: String, now: Date) throws -> String {
         if configuration.retryPolicy.isExhausted(firstAttempt: item.createdAt, now: now) {
             try store.markDead(item.id, reason: "gave up: \(reason)", now: now)
+            return "dead_lettered"
         } else {
+            metrics.retries.increment()
             let delay = configuration.retryPolicy.delay(
                 afterAttempt: item.attempts, jitter: Double.random(in: 0...1, using: &randomness)
             )
             try store.scheduleRetry(item.id, at: now.addingTimeInterval(delay), error: reason, now: now)
+            return "retried"
         }
     }
 

@@ -18,9 +18,10 @@ extension Database {
     /// token of the customer, in one transaction.
     ///
     /// The same merchant and number again returns the stored order and writes nothing.
-    public func createOrder(_ order: Order, event: OrderEvent, trackingTokenHash: String?, now: Date)
-        throws(StorageError) -> CreateOrderResult
-    {
+    /// - Parameter requestID: the HTTP request behind the order, kept with its event and pushes.
+    public func createOrder(
+        _ order: Order, event: OrderEvent, trackingTokenHash: String?, now: Date, requestID: String? = nil
+    ) throws(StorageError) -> CreateOrderResult {
         try write { connection in
             if let existing = try connection.cached(
                 "SELECT \(Self.orderColumns) FROM orders WHERE merchant_id = ? AND number = ?"
@@ -31,14 +32,14 @@ extension Database {
             try connection.cached(
                 "INSERT INTO orders (\(Self.orderColumns), tracking_token_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             ).run(Self.encode(order) + [trackingTokenHash.map(SQLiteValue.text) ?? .null])
-            let eventID = try Self.insert(event, connection)
+            let eventID = try Self.insert(event, requestID: requestID, connection)
             let devices = try connection.cached("SELECT device_id FROM push_to_start_tokens WHERE customer_id = ?")
                 .rows([.text(order.customer.id)]) { $0.text(0) ?? "" }
             for device in devices {
                 try Self.enqueue(
                     orderID: order.id, eventID: eventID,
                     target: .start(customerID: order.customer.id, deviceID: device),
-                    now: now, connection
+                    now: now, requestID: requestID, connection
                 )
             }
             return .created(order, eventID: eventID, queuedStarts: devices.count)
@@ -67,9 +68,9 @@ extension Database {
     /// `change` runs inside the transaction on the current row, so concurrent changes of one order
     /// serialize. An `unchanged` outcome writes nothing.
     /// - Throws: `StorageError` with `domainError` when `change` refused; `not_found` for a missing order.
-    public func change(orderID: String, now: Date, _ change: (Order) throws(OrderError) -> ChangeOutcome)
-        throws(StorageError) -> StoredChange
-    {
+    public func change(
+        orderID: String, now: Date, requestID: String? = nil, _ change: (Order) throws(OrderError) -> ChangeOutcome
+    ) throws(StorageError) -> StoredChange {
         try write { connection in
             guard
                 let current = try connection.cached("SELECT \(Self.orderColumns) FROM orders WHERE id = ?")
@@ -90,13 +91,14 @@ extension Database {
                 order.rider.map { .text($0.name) } ?? .null, order.rider?.phone.map(SQLiteValue.text) ?? .null,
                 .integer(order.updatedAt.storageMilliseconds), .text(order.id),
             ])
-            let eventID = try Self.insert(event, connection)
+            let eventID = try Self.insert(event, requestID: requestID, connection)
             let activities = try connection.cached(
                 "SELECT activity_id FROM activities WHERE order_id = ? AND ended_at IS NULL AND push_token != ''"
             ).rows([.text(order.id)]) { $0.text(0) ?? "" }
             for activity in activities {
                 try Self.enqueue(
-                    orderID: order.id, eventID: eventID, target: .activity(activityID: activity), now: now, connection)
+                    orderID: order.id, eventID: eventID, target: .activity(activityID: activity), now: now,
+                    requestID: requestID, connection)
             }
             return StoredChange(outcome: outcome, eventID: eventID, queuedPushes: activities.count)
         }
@@ -130,19 +132,47 @@ extension Database {
         }
     }
 
-    static func insert(_ event: OrderEvent, _ connection: SQLiteConnection) throws -> Int64 {
+    /// Per open status, the order that changed least recently, and how many orders are in it.
+    public func oldestOpenOrders() throws(StorageError) -> [OpenOrderAge] {
+        try read { connection in
+            try connection.cached(
+                """
+                SELECT o.status, o.id, o.merchant_id, o.number, o.updated_at, s.total FROM (
+                    SELECT status, min(updated_at) AS oldest, count(*) AS total FROM orders
+                    WHERE status NOT IN ('delivered', 'cancelled') GROUP BY status
+                ) AS s
+                JOIN orders AS o ON o.id = (
+                    SELECT id FROM orders WHERE status = s.status AND updated_at = s.oldest ORDER BY id LIMIT 1)
+                ORDER BY o.updated_at
+                """
+            ).rows([]) { row in
+                OpenOrderAge(
+                    status: OrderStatus(rawValue: row.text(0) ?? "") ?? .placed, orderID: row.text(1) ?? "",
+                    merchantID: row.text(2) ?? "", number: row.text(3) ?? "",
+                    since: Date(storageMilliseconds: row.int(4) ?? 0), count: Int(row.int(5) ?? 0)
+                )
+            }
+        }
+    }
+
+    static func insert(_ event: OrderEvent, requestID: String? = nil, _ connection: SQLiteConnection) throws -> Int64 {
         try connection.cached(
-            "INSERT INTO order_events (order_id, kind, from_status, to_status, actor, at, reason) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            """
+            INSERT INTO order_events (order_id, kind, from_status, to_status, actor, at, reason, request_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """
         ).run([
             .text(event.orderID), .text(event.kind.rawValue), .text(event.from.rawValue), .text(event.to.rawValue),
             .text(event.actor), .integer(event.at.storageMilliseconds), event.reason.map(SQLiteValue.text) ?? .null,
+            requestID.map(SQLiteValue.text) ?? .null,
         ])
         return connection.lastInsertRowID
     }
 
     /// Queues a push, superseding the target's older pending rows: only the newest state is sent.
     static func enqueue(
-        orderID: String, eventID: Int64?, target: OutboxTarget, now: Date, _ connection: SQLiteConnection
+        orderID: String, eventID: Int64?, target: OutboxTarget, now: Date, requestID: String?,
+        _ connection: SQLiteConnection
     )
         throws
     {
@@ -155,12 +185,12 @@ extension Database {
         ).run([.integer(millis), .text(orderID), .text(target.kind), .text(target.targetID)])
         try connection.cached(
             """
-            INSERT INTO outbox (order_id, event_id, kind, target_id, state, due_at, created_at, updated_at)
-            VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)
+            INSERT INTO outbox (order_id, event_id, kind, target_id, state, due_at, created_at, updated_at, request_id)
+            VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?)
             """
         ).run([
             .text(orderID), eventID.map(SQLiteValue.integer) ?? .null, .text(target.kind), .text(target.targetID),
-            .integer(millis), .integer(millis), .integer(millis),
+            .integer(millis), .integer(millis), .integer(millis), requestID.map(SQLiteValue.text) ?? .null,
         ])
     }
 

@@ -22,7 +22,7 @@ extension Database {
                             AND busy.target_id = candidate.target_id AND busy.state = 'sending'
                             AND busy.lease_until > ? AND busy.id != candidate.id)
                     ORDER BY due_at, id LIMIT ?)
-                RETURNING id, order_id, event_id, kind, target_id, attempts, due_at, created_at
+                RETURNING id, order_id, event_id, kind, target_id, attempts, due_at, created_at, request_id
                 """
             ).rows([
                 .text(owner), .integer(millis + Int64(lease * 1000)), .integer(millis), .integer(millis),
@@ -34,7 +34,7 @@ extension Database {
                     target: OutboxTarget(kind: row.text(3) ?? "", targetID: row.text(4) ?? "")
                         ?? .activity(activityID: row.text(4) ?? ""),
                     attempts: Int(row.int(5) ?? 0), dueAt: Date(storageMilliseconds: row.int(6) ?? 0),
-                    createdAt: Date(storageMilliseconds: row.int(7) ?? 0)
+                    createdAt: Date(storageMilliseconds: row.int(7) ?? 0), requestID: row.text(8)
                 )
             }.sorted { $0.id < $1.id }
         }
@@ -120,8 +120,9 @@ extension Database {
         try write { connection in
             try connection.cached(
                 """
-                INSERT INTO push_log (order_id, target_id, event, priority, http_status, reason, apns_id, latency_ms, attempted_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO push_log (order_id, target_id, event, priority, http_status, reason, apns_id, latency_ms,
+                    attempted_at, request_id)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
             ).run([
                 .text(attempt.orderID), .text(attempt.targetID), .text(attempt.event),
@@ -129,7 +130,7 @@ extension Database {
                 attempt.httpStatus.map { .integer(Int64($0)) } ?? .null, attempt.reason.map(SQLiteValue.text) ?? .null,
                 attempt.apnsID.map(SQLiteValue.text) ?? .null,
                 attempt.latencyMilliseconds.map { .integer(Int64($0)) } ?? .null,
-                .integer(attempt.attemptedAt.storageMilliseconds),
+                .integer(attempt.attemptedAt.storageMilliseconds), attempt.requestID.map(SQLiteValue.text) ?? .null,
             ])
         }
     }
@@ -151,19 +152,42 @@ extension Database {
     public func pushLog(orderID: String) throws(StorageError) -> [PushAttempt] {
         try read { connection in
             try connection.cached(
-                """
-                SELECT order_id, target_id, event, priority, http_status, reason, apns_id, latency_ms, attempted_at
-                FROM push_log WHERE order_id = ? ORDER BY id
-                """
-            ).rows([.text(orderID)]) { row in
-                PushAttempt(
-                    orderID: row.text(0) ?? "", targetID: row.text(1) ?? "", event: row.text(2) ?? "",
-                    priority: Int(row.int(3) ?? 0), httpStatus: row.int(4).map { Int($0) }, reason: row.text(5),
-                    apnsID: row.text(6), latencyMilliseconds: row.int(7).map { Int($0) },
-                    attemptedAt: Date(storageMilliseconds: row.int(8) ?? 0)
-                )
-            }
+                "SELECT \(Self.pushLogColumns) FROM push_log WHERE order_id = ? ORDER BY id"
+            ).rows([.text(orderID)], Self.decodePushAttempt)
         }
+    }
+
+    /// The newest attempts that APNs did not accept (or that never reached it), newest first.
+    public func recentPushFailures(limit: Int) throws(StorageError) -> [PushAttempt] {
+        try read { connection in
+            try connection.cached(
+                """
+                SELECT \(Self.pushLogColumns) FROM push_log
+                WHERE http_status IS NULL OR http_status != 200 ORDER BY id DESC LIMIT ?
+                """
+            ).rows([.integer(Int64(limit))], Self.decodePushAttempt)
+        }
+    }
+
+    /// How many dead letters are kept.
+    public func deadLetterCount() throws(StorageError) -> Int {
+        try read { connection in
+            try connection.cached("SELECT count(*) FROM outbox WHERE state = 'dead'").firstRow([]) {
+                Int($0.int(0) ?? 0)
+            } ?? 0
+        }
+    }
+
+    private static let pushLogColumns =
+        "order_id, target_id, event, priority, http_status, reason, apns_id, latency_ms, attempted_at, request_id"
+
+    private static func decodePushAttempt(_ row: SQLiteRow) -> PushAttempt {
+        PushAttempt(
+            orderID: row.text(0) ?? "", targetID: row.text(1) ?? "", event: row.text(2) ?? "",
+            priority: Int(row.int(3) ?? 0), httpStatus: row.int(4).map { Int($0) }, reason: row.text(5),
+            apnsID: row.text(6), latencyMilliseconds: row.int(7).map { Int($0) },
+            attemptedAt: Date(storageMilliseconds: row.int(8) ?? 0), requestID: row.text(9)
+        )
     }
 
     private func finish(_ id: Int64, state: String, error: String?, now: Date) throws(StorageError) {

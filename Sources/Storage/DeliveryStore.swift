@@ -8,12 +8,13 @@ public import OrderDomain
 /// machine. Every method is one transaction: it finishes (committed) or throws and leaves nothing.
 public protocol DeliveryStore: Sendable {
     // Orders and their history.
-    func createOrder(_ order: Order, event: OrderEvent, trackingTokenHash: String?, now: Date) throws(StorageError)
-        -> CreateOrderResult
+    func createOrder(_ order: Order, event: OrderEvent, trackingTokenHash: String?, now: Date, requestID: String?)
+        throws(StorageError) -> CreateOrderResult
     func order(id: String) throws(StorageError) -> Order?
     func order(trackingTokenHash: String) throws(StorageError) -> Order?
-    func change(orderID: String, now: Date, _ change: (Order) throws(OrderError) -> ChangeOutcome) throws(StorageError)
-        -> StoredChange
+    func change(
+        orderID: String, now: Date, requestID: String?, _ change: (Order) throws(OrderError) -> ChangeOutcome
+    ) throws(StorageError) -> StoredChange
     func events(orderID: String) throws(StorageError) -> [OrderEvent]
     func orderCountsByStatus() throws(StorageError) -> [OrderStatus: Int]
 
@@ -46,6 +47,9 @@ public protocol DeliveryStore: Sendable {
     func replayDeadLetters(ids: [Int64]?, now: Date) throws(StorageError) -> Int
     func logPush(_ attempt: PushAttempt) throws(StorageError)
     func pushLog(orderID: String) throws(StorageError) -> [PushAttempt]
+    func recentPushFailures(limit: Int) throws(StorageError) -> [PushAttempt]
+    func deadLetterCount() throws(StorageError) -> Int
+    func oldestOpenOrders() throws(StorageError) -> [OpenOrderAge]
     func acceptedHighPriorityPushes(orderID: String, targetID: String, since: Date) throws(StorageError) -> Int
 
     // Access: API keys and idempotent replays.

@@ -76,6 +76,8 @@ public struct OutboxItem: Sendable, Hashable {
     public let attempts: Int
     public let dueAt: Date
     public let createdAt: Date
+    /// The HTTP request whose change queued this push, for logs.
+    public let requestID: String?
 }
 
 /// A dead letter: a push that could not be delivered, with its reason.
@@ -100,11 +102,14 @@ public struct PushAttempt: Sendable, Hashable {
     public let apnsID: String?
     public let latencyMilliseconds: Int?
     public let attemptedAt: Date
+    /// The HTTP request whose change caused this push.
+    public let requestID: String?
 
     public init(
         orderID: String, targetID: String, event: String, priority: Int, httpStatus: Int?, reason: String?,
-        apnsID: String?, latencyMilliseconds: Int?, attemptedAt: Date
+        apnsID: String?, latencyMilliseconds: Int?, attemptedAt: Date, requestID: String? = nil
     ) {
+        self.requestID = requestID
         self.orderID = orderID
         self.targetID = targetID
         self.event = event
@@ -124,6 +129,18 @@ public struct StoredChange: Sendable, Hashable {
     public let eventID: Int64?
     /// Outbox rows written (one per live activity, or start row).
     public let queuedPushes: Int
+}
+
+/// The open order that has waited longest in one status: what an operator looks at first.
+public struct OpenOrderAge: Sendable, Hashable {
+    public let status: OrderStatus
+    public let orderID: String
+    public let merchantID: String
+    public let number: String
+    /// When the order entered this status (its last change).
+    public let since: Date
+    /// Open orders in this status.
+    public let count: Int
 }
 
 /// How long what is no longer needed is kept.

@@ -1,4 +1,5 @@
 import HTTPServer
+import Telemetry
 
 /// Every setting of `deliveryd`, read from flags first, then environment variables, then defaults.
 ///
@@ -18,6 +19,7 @@ struct Configuration: Sendable {
     var dateEncoding = "reference"
     var synchronous = "full"
     var accessLog = true
+    var logLevel = Logger.Level.info
     var maxBodyBytes = 1024 * 1024
     var maxConnections = 20_000
     var requestTimeoutSeconds = 10
@@ -149,6 +151,20 @@ struct Configuration: Sendable {
                 }
                 config.accessLog = value == "on"
             }, current: { $0.accessLog ? "on" : "off" }
+        ),
+        Setting(
+            flag: "--log-level", environment: "DELIVERYD_LOG_LEVEL", placeholder: "debug|info|warning|error",
+            help: "least severe log lines written; debug adds one line per accepted push (default info)",
+            isSecret: false,
+            apply: { config, value throws(ConfigurationError) in
+                let levels: [String: Logger.Level] = [
+                    "debug": .debug, "info": .info, "warning": .warning, "error": .error,
+                ]
+                guard let level = levels[value] else {
+                    throw .invalid("--log-level", value, "expected debug, info, warning or error")
+                }
+                config.logLevel = level
+            }, current: { $0.logLevel.description }
         ),
         integerSetting(
             flag: "--max-body-bytes", environment: "DELIVERYD_MAX_BODY_BYTES", range: 1024...64 * 1024 * 1024,

@@ -5,6 +5,7 @@ import HTTPServer
 import Projection
 import Pusher
 import Storage
+import Telemetry
 
 #if canImport(Glibc)
     import Glibc
@@ -81,6 +82,11 @@ if let keysAction {
     exit(KeysCommand.run(keysAction, store: storage))
 }
 
+/// The service's log: JSON lines on standard error. Secrets (keys, tokens) never go into a field.
+let logger = Logger(label: "deliveryd", minimumLevel: configuration.logLevel)
+let registry = MetricsRegistry()
+ProcessMetrics.register(in: registry, version: deliverydVersion)
+
 do {
     let now = Date()
     if let adminKey = configuration.adminKey {
@@ -88,10 +94,13 @@ do {
     } else if try storage.activeAPIKeyCount(role: .admin) == 0 {
         let (key, record) = Credentials.newAPIKey(role: .admin, merchantID: nil, riderID: nil, now: now)
         try storage.createAPIKey(record)
-        printError("deliveryd: created the first admin key (shown only now, store it): \(key)")
+        // The one place a key is shown: on standard output, for the operator, never in the log.
+        FileHandle.standardOutput.write(
+            Data("deliveryd: created the first admin key (shown only now, store it): \(key)\n".utf8))
+        logger.info("admin_key.created", ["key.id": .string(record.id)])
     }
 } catch {
-    printError("deliveryd: cannot set up the admin key: \(error)")
+    logger.error("admin_key.setup_failed", ["error": .string("\(error)")])
     exit(1)
 }
 
@@ -101,12 +110,14 @@ pruneTimer.schedule(deadline: .now(), repeating: .seconds(3600))
 pruneTimer.setEventHandler {
     do {
         let report = try storage.prune(now: Date())
-        printError(
-            "deliveryd: pruned activities=\(report.activities) push_log=\(report.pushLog) outbox=\(report.outbox) "
-                + "idempotency_keys=\(report.idempotencyKeys)"
-        )
+        logger.info(
+            "storage.pruned",
+            [
+                "pruned.activities": .int(report.activities), "pruned.push_log": .int(report.pushLog),
+                "pruned.outbox": .int(report.outbox), "pruned.idempotency_keys": .int(report.idempotencyKeys),
+            ])
     } catch {
-        printError("deliveryd: pruning failed: \(error)")
+        logger.error("storage.prune_failed", ["error": .string("\(error)")])
     }
 }
 pruneTimer.resume()
@@ -118,7 +129,7 @@ checkpointTimer.setEventHandler {
     do {
         try storage.checkpoint()
     } catch {
-        printError("deliveryd: checkpoint failed: \(error)")
+        logger.error("storage.checkpoint_failed", ["error": .string("\(error)")])
     }
 }
 checkpointTimer.resume()
@@ -132,9 +143,11 @@ let service = DeliveryService(
     store: storage,
     configuration: DeliveryServiceConfiguration(
         projection: projectionConfiguration, defaultBundleID: configuration.apnsTopic),
-    outboxSignal: outboxSignal,
-    logError: { printError("deliveryd: \($0)") }
+    outboxSignal: outboxSignal, registry: registry, logger: Logger(label: "api", minimumLevel: configuration.logLevel)
 )
+let httpMetrics = HTTPMetrics(registry: registry)
+let accessLogger = Logger(label: "http", minimumLevel: configuration.logLevel)
+let logAccess = configuration.accessLog
 let server: HTTPServer
 do {
     server = try HTTPServer(
@@ -146,58 +159,70 @@ do {
             maxConnections: configuration.maxConnections
         ),
         router: service.router(),
-        accessLog: configuration.accessLog ? AccessLogWriter.write : nil
+        accessLog: { entry in
+            httpMetrics.record(entry)
+            if logAccess { AccessLog.write(entry, to: accessLogger) }
+        }
     )
 } catch {
-    printError("deliveryd: cannot listen on \(configuration.listen): \(error)")
+    logger.error(
+        "http.listen_failed",
+        ["server.address": .string(configuration.listen.description), "error": .string("\(error)")])
     exit(1)
 }
+let openConnections = registry.gauge("deliveryd_http_open_connections", help: "Open client connections.")
+registry.addCollector { openConnections.set(Double(server.connectionCount)) }
 
 signal(SIGTERM, SIG_IGN)
 signal(SIGINT, SIG_IGN)
 let stopSignals = [SIGTERM, SIGINT].map { DispatchSource.makeSignalSource(signal: $0, queue: .main) }
 for source in stopSignals {
     source.setEventHandler {
-        printError("deliveryd: stopping: finishing requests in flight")
+        logger.info("service.stopping", ["reason": "signal"])
         DispatchQueue.global().async {
             server.shutdown()
-            printError("deliveryd: stopped")
+            logger.info("service.stopped")
             exit(0)
         }
     }
     source.resume()
 }
 
-for (name, value) in configuration.summary {
-    printError("deliveryd: config \(name)=\(value)")
-}
-printError("deliveryd: database \(storage.path) (journal \(storage.journalMode))")
-printError("deliveryd: libcurl \(CurlLibrary.current.version) with HTTP/2, \(CurlLibrary.current.sslVersion)")
+var settings: [String: Logger.Value] = ["service.version": .string(deliverydVersion)]
+for (name, value) in configuration.summary { settings["config." + name] = .string(value) }
+logger.info("service.configuration", settings)
+logger.info("storage.opened", ["db.path": .string(storage.path), "db.journal_mode": .string(storage.journalMode)])
+logger.info(
+    "apns.transport",
+    ["curl.version": .string(CurlLibrary.current.version), "tls.library": .string(CurlLibrary.current.sslVersion)])
 do {
     try server.start()
 } catch {
-    printError("deliveryd: cannot start the HTTP server: \(error)")
+    logger.error("http.start_failed", ["error": .string("\(error)")])
     exit(1)
 }
-printError("deliveryd: listening on http://\(server.boundAddress)")
+logger.info("http.listening", ["url.full": .string("http://\(server.boundAddress)")])
 
 let signingKey: P256SigningKey?
 if let keyFile = configuration.apnsKeyFile {
     do {
         signingKey = try P256SigningKey(pem: String(contentsOfFile: keyFile, encoding: .utf8))
     } catch {
-        printError("deliveryd: cannot use the APNs key \(keyFile): \(error)")
+        logger.error("apns.key_unusable", ["file.path": .string(keyFile), "error": .string("\(error)")])
         exit(1)
     }
-    printError("deliveryd: pusher: APNs with key \(configuration.apnsKeyID ?? "")")
+    logger.info("pusher.started", ["pusher.sender": "apns", "apns.key_id": .string(configuration.apnsKeyID ?? "")])
 } else {
     signingKey = nil
-    printError("deliveryd: pusher: log sender (no APNs key): pushes are recorded, not delivered")
+    logger.info(
+        "pusher.started",
+        ["pusher.sender": "log", "note": "no APNs key: pushes are recorded in the push log, not delivered"])
 }
 let pusherConfiguration = PusherConfiguration(
     developmentURL: configuration.apnsDevelopmentURL, productionURL: configuration.apnsProductionURL,
     projection: projectionConfiguration
 )
+let pushMetrics = PushMetrics(registry: registry)
 
 /// The push worker drains the outbox; a crash or stop mid-batch loses nothing (leases expire).
 Task.detached {
@@ -207,16 +232,18 @@ Task.detached {
         do {
             sender = try APNsClient(caFile: configuration.apnsCAFile)
         } catch {
-            printError("deliveryd: pusher cannot start: \(error)")
+            logger.error("pusher.start_failed", ["error": .string("\(error)")])
             exit(1)
         }
         tokens = ProviderTokenCache(key: signingKey, keyID: keyID, teamID: teamID)
     } else {
         sender = LogSender()
     }
-    let worker = PushWorker(store: storage, sender: sender, tokens: tokens, configuration: pusherConfiguration)
+    let worker = PushWorker(
+        store: storage, sender: sender, tokens: tokens, configuration: pusherConfiguration, metrics: pushMetrics,
+        logger: Logger(label: "pusher", minimumLevel: configuration.logLevel))
     await worker.run(signal: outboxSignal) { error in
-        printError("deliveryd: pusher batch failed: \(error)")
+        logger.error("pusher.batch_failed", ["error": .string("\(error)")])
     }
 }
 dispatchMain()

@@ -9,6 +9,7 @@ final class DeliverydProcess {
     let port: UInt16
     let dataDirectory: String
     private let errorPipe = Pipe()
+    private let outputPipe = Pipe()
     private let keepData: Bool
 
     static var executableURL: URL { BuiltProduct.url("deliveryd") }
@@ -46,7 +47,7 @@ final class DeliverydProcess {
         process.arguments = ["--listen", "127.0.0.1:\(port)", "--data-dir", self.dataDirectory] + extraArguments
         process.environment = [:]
         process.standardError = errorPipe
-        process.standardOutput = FileHandle.nullDevice
+        process.standardOutput = outputPipe
         try process.run()
     }
 
@@ -58,8 +59,25 @@ final class DeliverydProcess {
         return process.terminationStatus
     }
 
+    /// Everything the process wrote to standard output (read after it stopped).
+    func standardOutput() -> String {
+        String(decoding: outputPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    }
+
+    /// The JSON log lines the process wrote to standard error (read after it stopped).
+    func logLines() -> [[String: Any]] {
+        standardError().split(separator: "\n").compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+        }
+    }
+
+    private var errorText: String?
+
     /// Everything the process wrote to standard error (read after it stopped).
     func standardError() -> String {
-        String(decoding: errorPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        if let errorText { return errorText }
+        let text = String(decoding: errorPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        errorText = text
+        return text
     }
 }

@@ -52,10 +52,15 @@ struct ExecutableTests {
         #expect(response.hasSuffix("\r\n\r\n{\"status\":\"ok\"}"))
         #expect(response.contains("Content-Type: application/json\r\n"))
         let log = server.standardError()
-        #expect(log.contains("listening on http://127.0.0.1:\(server.port)"))
-        #expect(log.contains(#""url.path":"/healthz","http.response.status_code":200"#))
+        let lines = log.split(separator: "\n")
+        #expect(lines.allSatisfy { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) is [String: Any] })
+        let entries = server.logLines()
+        #expect(entries.contains { $0["url.full"] as? String == "http://127.0.0.1:\(server.port)" })
+        let access = entries.first { $0["message"] as? String == "http.request" }
+        #expect(access?["url.path"] as? String == "/healthz" && access?["http.response.status_code"] as? Int == 200)
+        #expect(access?["http.route"] as? String == "/healthz" && (access?["request.id"] as? String)?.isEmpty == false)
         #expect(!log.contains("secret"))
-        #expect(log.contains("pusher: log sender (no APNs key)"))
+        #expect(entries.contains { $0["pusher.sender"] as? String == "log" })
     }
 
     private func fetch(port: UInt16, path: String) throws -> String {
@@ -110,8 +115,9 @@ struct KeyCommandTests {
         defer { try? FileManager.default.removeItem(atPath: server.dataDirectory) }
         try LoopbackHTTP.waitUntilHealthy(port: server.port)
         #expect(server.stop() == 0)
-        let log = server.standardError()
-        let key = try #require(log.firstMatch(of: /created the first admin key[^:]*: (dk_[0-9a-f_k]+)/)?.1)
+        let output = server.standardOutput()
+        let key = try #require(output.firstMatch(of: /created the first admin key[^:]*: (dk_[0-9a-f_k]+)/)?.1)
+        #expect(!server.standardError().contains(String(key)))
 
         let again = try DeliverydProcess(
             extraArguments: ["--access-log", "off"], dataDirectory: server.dataDirectory, keepData: true)
@@ -120,7 +126,7 @@ struct KeyCommandTests {
         #expect(keys.status == 200)
         #expect((keys.json["keys"] as? [[String: Any]])?.count == 1)
         #expect(again.stop() == 0)
-        #expect(!again.standardError().contains("created the first admin key"))
+        #expect(!again.standardOutput().contains("created the first admin key"))
     }
 
     /// `keys create` prints a key that the server accepts; `keys list` never shows keys; a revoked

@@ -141,17 +141,19 @@ struct DeliveryStoreTests {
         let directory = try TemporaryDirectory()
         let store: any DeliveryStore = try StoreFixtures.database(directory)
         let (order, event) = try StoreFixtures.newOrder()
-        _ = try store.createOrder(order, event: event, trackingTokenHash: nil, now: StoreFixtures.t0)
+        _ = try store.createOrder(order, event: event, trackingTokenHash: nil, now: StoreFixtures.t0, requestID: "r-1")
         _ = try store.registerActivity(
             orderID: order.id, activityID: "a", pushToken: "t", environment: .production, bundleID: "b",
             now: StoreFixtures.t0
         )
-        let stored = try store.change(orderID: order.id, now: StoreFixtures.t0) { current throws(OrderError) in
+        let stored = try store.change(orderID: order.id, now: StoreFixtures.t0, requestID: "r-2") {
+            current throws(OrderError) in
             try current.applying(StatusChange(status: .preparing), by: .merchant(id: "m-1"), at: StoreFixtures.t0)
         }
         #expect(stored.queuedPushes == 1)
         let claimed = try store.claimDue(owner: "w", now: StoreFixtures.t0, lease: 30, limit: 5)
         #expect(claimed.map(\.target) == [.activity(activityID: "a")])
         #expect(claimed.first?.eventID == stored.eventID)
+        #expect(claimed.first?.requestID == "r-2")
     }
 }

@@ -1,0 +1,128 @@
+import Foundation
+import HTTPServer
+import OrderDomain
+import Storage
+import Telemetry
+
+extension DeliveryService {
+    /// `GET /metrics`: Prometheus text exposition 0.0.4, for admins.
+    func showMetrics(_ call: Call) throws -> HTTPResponse {
+        guard case .staff(.admin, _) = call.caller else { throw APIError.forbidden("this needs an admin key") }
+        return HTTPResponse(
+            status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
+            body: Array(registry.prometheusText().utf8))
+    }
+
+    /// `GET /v1/admin/stats`: the figures of `/metrics` as JSON, with a summary the dashboard reads
+    /// directly, the last 50 push failures and the orders waiting longest in each open status.
+    func showStats(_ call: Call) throws -> HTTPResponse {
+        guard case .staff(.admin, _) = call.caller else { throw APIError.forbidden("this needs an admin key") }
+        let families = registry.snapshot()
+        func family(_ name: String) -> MetricsRegistry.Family? { families.first { $0.name == name } }
+        func total(_ name: String, where matches: ([String: String]) -> Bool = { _ in true }) -> Double {
+            guard let family = family(name) else { return 0 }
+            return family.series.filter { matches(Dictionary(uniqueKeysWithValues: zip(family.labelNames, $0.labels))) }
+                .reduce(0) { $0 + $1.value }
+        }
+        func byLabel(_ name: String, _ label: String) -> JSONValue {
+            guard let family = family(name), let position = family.labelNames.firstIndex(of: label) else {
+                return .object([:])
+            }
+            var sums: [String: Double] = [:]
+            for series in family.series { sums[series.labels[position], default: 0] += series.value }
+            return .object(sums.mapValues { .number($0) })
+        }
+        func latency(_ name: String) -> JSONValue {
+            guard let family = family(name), let series = family.series.first else { return .null }
+            let p50 = MetricsRegistry.quantile(0.5, of: series, buckets: family.buckets)
+            let p99 = MetricsRegistry.quantile(0.99, of: series, buckets: family.buckets)
+            return .object([
+                "count": .number(Double(series.count)), "p50Seconds": p50.map(JSONValue.number) ?? .null,
+                "p99Seconds": p99.map(JSONValue.number) ?? .null,
+            ])
+        }
+
+        let accepted = total("deliveryd_pushes_total") { $0["result"] == "accepted" }
+        let summary: [String: JSONValue] = [
+            "orders": byLabel("deliveryd_orders", "status"),
+            "ordersCreated": .number(total("deliveryd_orders_created_total")),
+            "transitions": .number(total("deliveryd_order_transitions_total")),
+            "pushes": .object([
+                "total": .number(total("deliveryd_pushes_total")), "accepted": .number(accepted),
+                "failed": .number(total("deliveryd_push_failures_total")),
+                "retried": .number(total("deliveryd_push_retries_total")),
+                "byResult": byLabel("deliveryd_pushes_total", "result"),
+                "byEvent": byLabel("deliveryd_pushes_total", "event"),
+            ]),
+            "failuresByReason": byLabel("deliveryd_push_failures_total", "reason"),
+            "tokensRemoved": byLabel("deliveryd_tokens_removed_total", "reason"),
+            "liveActivities": byLabel("deliveryd_live_activity_events_total", "event"),
+            "outbox": .object([
+                "depth": .number(total("deliveryd_outbox_depth")),
+                "oldestDueAgeSeconds": .number(total("deliveryd_outbox_oldest_due_age_seconds")),
+                "deadLetters": .number(total("deliveryd_dead_letters")),
+            ]),
+            "pushLatency": latency("deliveryd_push_latency_seconds"),
+            "apnsLatency": latency("deliveryd_apns_request_duration_seconds"),
+            "http": .object([
+                "requests": .number(total("deliveryd_http_requests_total")),
+                "serverErrors": .number(
+                    total("deliveryd_http_requests_total") { $0["status"]?.hasPrefix("5") == true }),
+                "openConnections": .number(total("deliveryd_http_open_connections")),
+            ]),
+            "process": .object([
+                "residentBytes": .number(total("deliveryd_process_resident_memory_bytes")),
+                "openFds": .number(total("deliveryd_process_open_fds")),
+                "uptimeSeconds": .number(total("deliveryd_process_uptime_seconds")),
+            ]),
+        ]
+        let failures = try store.recentPushFailures(limit: 50).map { attempt -> JSONValue in
+            .object([
+                "orderId": .string(attempt.orderID), "target": .string(attempt.targetID),
+                "event": .string(attempt.event),
+                "httpStatus": attempt.httpStatus.map { .number(Double($0)) } ?? .null,
+                "reason": .optional(attempt.reason), "requestId": .optional(attempt.requestID),
+                "attemptedAt": .time(attempt.attemptedAt),
+            ])
+        }
+        let stuck = try store.oldestOpenOrders().map { entry -> JSONValue in
+            .object([
+                "status": .string(entry.status.rawValue), "orderId": .string(entry.orderID),
+                "merchantId": .string(entry.merchantID), "number": .string(entry.number), "since": .time(entry.since),
+                "waitingSeconds": .number(max(0, call.now.timeIntervalSince(entry.since)).rounded()),
+                "ordersInStatus": .number(Double(entry.count)),
+            ])
+        }
+        return json(
+            200,
+            .object([
+                "generatedAt": .time(call.now), "summary": .object(summary), "recentFailures": .array(failures),
+                "stuckOrders": .array(stuck), "metrics": .array(families.map(Self.familyJSON)),
+            ]))
+    }
+
+    private static func familyJSON(_ family: MetricsRegistry.Family) -> JSONValue {
+        .object([
+            "name": .string(family.name), "help": .string(family.help), "type": .string(family.kind.rawValue),
+            "series": .array(
+                family.series.map { series in
+                    var members: [String: JSONValue] = [
+                        "labels": .object(
+                            Dictionary(
+                                uniqueKeysWithValues: zip(family.labelNames, series.labels.map(JSONValue.string))))
+                    ]
+                    if family.kind == .histogram {
+                        members["count"] = .number(Double(series.count))
+                        members["sum"] = .number(series.sum)
+                        members["buckets"] = .array(
+                            zip(family.buckets, series.bucketCounts).map {
+                                .object(["le": .number($0), "count": .number(Double($1))])
+                            })
+                    } else {
+                        members["value"] = .number(series.value)
+                    }
+                    return .object(members)
+                }),
+        ])
+    }
+}
