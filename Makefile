@@ -10,7 +10,7 @@ export PATH := $(if $(wildcard /opt/swift/usr/bin),/opt/swift/usr/bin:,)$(PATH)
 APT_PACKAGES := libsqlite3-dev libcurl4-openssl-dev libssl-dev pkg-config ca-certificates openssl
 SWIFT_FORMAT_PATHS := Sources Tests bench Package.swift
 
-.PHONY: help deps venv build run test lint format clean bench bench-http bench-projection bench-storage bench-push-latency
+.PHONY: help deps test-deps venv build run test lint format clean bench bench-http bench-projection bench-storage bench-push-latency
 
 help:
 	@echo "make run    build (release) and run deliveryd on 127.0.0.1:8080 with data in ./var"
@@ -19,10 +19,12 @@ help:
 	@echo "make lint   check formatting with swift-format"
 	@echo "make format rewrite sources with swift-format"
 
-## Installs the Debian packages the build needs, only those that are missing.
-deps:
+APT_TEST_PACKAGES := prometheus chromium chromium-driver
+
+# Installs the Debian packages named in $(1) that are missing.
+define apt_install
 	@missing=""; \
-	for pkg in $(APT_PACKAGES); do \
+	for pkg in $(1); do \
 		dpkg-query -W -f='$${Status}' "$$pkg" 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$pkg"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -30,15 +32,25 @@ deps:
 		export DEBIAN_FRONTEND=noninteractive; \
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+endef
+
+## Installs the Debian packages the build needs, only those that are missing.
+deps:
+	$(call apt_install,$(APT_PACKAGES))
 	@command -v swift >/dev/null || { echo "swift is not installed (expected in /opt/swift/usr/bin)"; exit 1; }
 
-## The Python virtualenv of the test peers (the APNs simulator), rebuilt when its requirements change.
-VENV_STAMP := .venv/.installed-$(shell sha256sum Tests/apns-simulator/requirements.txt | cut -c1-12)
+## What the tests use besides the build: promtool (metrics format) and headless Chromium (dashboard).
+test-deps: deps
+	$(call apt_install,$(APT_TEST_PACKAGES))
+
+## The Python virtualenv of the test peers (the APNs simulator, the dashboard's browser driver),
+## rebuilt when its requirements change.
+VENV_STAMP := .venv/.installed-$(shell sha256sum Tests/requirements.txt | cut -c1-12)
 venv: $(VENV_STAMP)
-$(VENV_STAMP): Tests/apns-simulator/requirements.txt
+$(VENV_STAMP): Tests/requirements.txt
 	rm -rf .venv
 	python3 -m venv .venv
-	.venv/bin/pip install --quiet --disable-pip-version-check -r Tests/apns-simulator/requirements.txt
+	.venv/bin/pip install --quiet --disable-pip-version-check -r Tests/requirements.txt
 	touch $@
 
 build: deps
@@ -53,7 +65,7 @@ lint:
 format:
 	swift format format --in-place --recursive $(SWIFT_FORMAT_PATHS)
 
-test: deps venv lint
+test: test-deps venv lint
 	swift build --build-tests
 	swift test --skip-build
 

@@ -77,6 +77,7 @@ enum Views {
             "apnsId": .optional(attempt.apnsID),
             "latencyMs": attempt.latencyMilliseconds.map { .number(Double($0)) } ?? .null,
             "attemptedAt": .time(attempt.attemptedAt),
+            "requestId": .optional(attempt.requestID),
         ])
     }
 

@@ -26,7 +26,7 @@ struct EndToEndTests {
             Self.badToken: ["status": 400, "reason": "BadDeviceToken"],
         ])
         let server = try DeliverydProcess(extraArguments: [
-            "--admin-key", Self.adminKey, "--access-log", "off",
+            "--admin-key", Self.adminKey, "--log-level", "debug",
             "--apns-key-file", simulator.directory + "/signing.pem", "--apns-key-id", "ABC123DEFG",
             "--apns-team-id", "DEF123GHIJ", "--apns-topic", "com.example.app",
             "--apns-development-url", simulator.baseURL, "--apns-production-url", simulator.baseURL,
@@ -81,7 +81,9 @@ struct EndToEndTests {
         try client.call(
             "PUT", "/v1/orders/\(orderA)/activities/a-live", trackingA,
             ["pushToken": Self.rotatedToken, "environment": "development"], 200)
-        try client.step("POST", status, rider, ["status": "delivering"], expectPushes: 8)
+        let delivering = try client.send("POST", status, rider, ["status": "delivering"])
+        #expect(delivering.status == 200)
+        try client.waitForPushes(8)
         try client.step("POST", status, rider, ["status": "delivered"], expectPushes: 9)
         try client.step("POST", status, rider, ["status": "delivered"], expectPushes: 9, transition: "unchanged")
         let late = try client.send(
@@ -154,6 +156,106 @@ struct EndToEndTests {
             ?? []
         #expect(log.count == 9)
         #expect(log.compactMap { $0["httpStatus"] as? Int }.sorted() == [200, 200, 200, 200, 200, 200, 200, 400, 410])
+
+        // The request id of the rider's `delivering` ties its access-log line to the push it caused.
+        let requestID = try #require(delivering.headers["x-request-id"])
+        #expect(log.contains { $0["requestId"] as? String == requestID && $0["event"] as? String == "update" })
+
+        try checkMetrics(client: client, simulatorRecords: records.count)
+
+        #expect(server.stop() == 0)
+        let lines = server.logLines()
+        #expect(
+            lines.contains { $0["message"] as? String == "http.request" && $0["request.id"] as? String == requestID })
+        #expect(
+            lines.contains { $0["message"] as? String == "push.accepted" && $0["request.id"] as? String == requestID })
+        // No line of the whole run carries a private field, a token in full, or a key.
+        let text = server.standardError()
+        #expect(lines.count > 30 && text.split(separator: "\n").count == lines.count)
+        let secrets = [
+            "1234567", "7654321", "Hauptstr", "10115", "4242", "visa", "ring twice", "Rossi", "Ana\"", Self.adminKey,
+            merchant, rider, trackingA, Self.liveToken, Self.rotatedToken, Self.deadToken, Self.startToken,
+        ]
+        for secret in secrets {
+            #expect(!text.contains(secret), "a log line carries \(secret.prefix(12))…")
+        }
+    }
+
+    /// `/metrics` after the workload above: exact counts, and a format promtool accepts.
+    private func checkMetrics(client: Client, simulatorRecords: Int) throws {
+        let response = try LoopbackHTTP.send(port: client.port, "GET", "/metrics", bearer: Self.adminKey)
+        #expect(
+            response.status == 200 && response.headers["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true)
+        let metrics = Self.samples(response.text)
+        let expected: [String: Double] = [
+            "deliveryd_orders_created_total": 3,
+            #"deliveryd_order_transitions_total{from="placed",to="preparing"}"#: 2,
+            #"deliveryd_order_transitions_total{from="preparing",to="pickup"}"#: 1,
+            #"deliveryd_order_transitions_total{from="pickup",to="delivering"}"#: 1,
+            #"deliveryd_order_transitions_total{from="delivering",to="delivered"}"#: 1,
+            #"deliveryd_order_transitions_total{from="placed",to="cancelled"}"#: 1,
+            #"deliveryd_orders{status="delivered"}"#: 1, #"deliveryd_orders{status="cancelled"}"#: 1,
+            #"deliveryd_orders{status="preparing"}"#: 1, #"deliveryd_orders{status="placed"}"#: 0,
+            #"deliveryd_pushes_total{event="start",result="accepted"}"#: 1,
+            #"deliveryd_pushes_total{event="update",result="accepted"}"#: 5,
+            #"deliveryd_pushes_total{event="end",result="accepted"}"#: 2,
+            #"deliveryd_pushes_total{event="update",result="token_removed"}"#: 2,
+            #"deliveryd_push_failures_total{reason="Unregistered"}"#: 1,
+            #"deliveryd_push_failures_total{reason="BadDeviceToken"}"#: 1,
+            #"deliveryd_tokens_removed_total{reason="Unregistered"}"#: 1,
+            #"deliveryd_tokens_removed_total{reason="BadDeviceToken"}"#: 1,
+            "deliveryd_push_retries_total": 0,
+            #"deliveryd_live_activity_events_total{event="registered"}"#: 5,
+            #"deliveryd_live_activity_events_total{event="token_rotated"}"#: 1,
+            #"deliveryd_live_activity_events_total{event="started_remotely"}"#: 1,
+            #"deliveryd_live_activity_events_total{event="updated"}"#: 5,
+            #"deliveryd_live_activity_events_total{event="ended"}"#: 2,
+            #"deliveryd_live_activity_events_total{event="removed_by_system"}"#: 2,
+            #"deliveryd_live_activity_events_total{event="removed_by_user"}"#: 1,
+            "deliveryd_push_latency_seconds_count": Double(simulatorRecords),
+            "deliveryd_apns_request_duration_seconds_count": Double(simulatorRecords),
+            #"deliveryd_http_requests_total{method="POST",route="/v1/orders/{id}/status",status="200"}"#: 8,
+            #"deliveryd_http_requests_total{method="POST",route="/v1/orders/{id}/status",status="409"}"#: 2,
+            #"deliveryd_http_requests_total{method="POST",route="/v1/orders",status="201"}"#: 3,
+            "deliveryd_outbox_depth": 0, "deliveryd_dead_letters": 0,
+        ]
+        for (series, value) in expected {
+            #expect(metrics[series] == value, "\(series) is \(metrics[series].map { "\($0)" } ?? "missing")")
+        }
+        #expect((metrics["deliveryd_process_resident_memory_bytes"] ?? 0) > 1_000_000)
+        #expect((metrics["deliveryd_process_open_fds"] ?? 0) > 3)
+        #expect((metrics["deliveryd_http_open_connections"] ?? 0) >= 1)
+        #expect(metrics.keys.contains { $0.hasPrefix("deliveryd_build_info{") })
+        #expect(!response.text.contains("o_") && !response.text.contains(Self.liveToken))
+
+        let file = NSTemporaryDirectory() + "metrics-\(UUID().uuidString).txt"
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        try response.body.write(to: URL(fileURLWithPath: file))
+        let promtool = Process()
+        promtool.executableURL = URL(fileURLWithPath: "/usr/bin/promtool")
+        promtool.arguments = ["check", "metrics"]
+        promtool.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: file))
+        let problems = Pipe()
+        promtool.standardOutput = problems
+        promtool.standardError = problems
+        try #require(
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/promtool"),
+            "promtool is missing: `make test` installs Debian's prometheus package")
+        try promtool.run()
+        let report = String(decoding: problems.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        promtool.waitUntilExit()
+        #expect(promtool.terminationStatus == 0, "promtool check metrics: \(report)")
+        #expect(report.isEmpty, "promtool lint: \(report)")
+    }
+
+    /// `series → value` of an exposition, series written as in the text (`name{labels}`).
+    static func samples(_ text: String) -> [String: Double] {
+        var samples: [String: Double] = [:]
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            guard let space = line.lastIndex(of: " ") else { continue }
+            samples[String(line[..<space])] = Double(line[line.index(after: space)...])
+        }
+        return samples
     }
 
     static func orderBody(_ number: String, customer: String, eta: Date) -> [String: Any] {
