@@ -172,3 +172,37 @@ struct CredentialAPITests {
         #expect(try api.store.activity(orderID: order.id, activityID: "act-2") == nil)
     }
 }
+
+@Suite("Dead letters over the API")
+struct DeadLetterAPITests {
+    /// A push that died is listed with its reason and, after a replay, is pending again.
+    @Test func listAndReplay() throws {
+        let api = try APIHarness()
+        let merchant = try api.key("merchant", merchant: "m-1")
+        let order = try api.createOrder(merchant, number: "A-1")
+        #expect(
+            try api.send(
+                "PUT", "/v1/orders/\(order.id)/activities/a", as: order.token,
+                json: ["pushToken": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "environment": "production"]
+            ).status == 200)
+        #expect(
+            try api.send("POST", "/v1/orders/\(order.id)/status", as: merchant, json: ["status": "preparing"]).status
+                == 200)
+        let claimed = try api.store.claimDue(owner: "test", now: api.now, lease: 30, limit: 10)
+        try #require(claimed.count == 1)
+        try api.store.markDead(claimed[0].id, reason: "TopicDisallowed", now: api.now)
+
+        let listed = try api.send("GET", "/v1/admin/dead-letters?limit=10", as: APIHarness.adminKey)
+        let letters = listed.json["deadLetters"] as? [[String: Any]] ?? []
+        #expect(listed.status == 200 && letters.count == 1)
+        #expect(letters.first?["reason"] as? String == "TopicDisallowed")
+        #expect(letters.first?["activityId"] as? String == "a" && letters.first?["orderId"] as? String == order.id)
+        #expect(try api.send("GET", "/v1/admin/dead-letters?limit=0", as: APIHarness.adminKey).status == 422)
+
+        let replay = try api.send(
+            "POST", "/v1/admin/dead-letters/replay", as: APIHarness.adminKey, json: ["ids": [claimed[0].id]])
+        #expect(replay.status == 200 && replay.json["replayed"] as? Int == 1)
+        #expect(try api.store.deadLetters(limit: 10).isEmpty)
+        #expect(try api.store.claimDue(owner: "test", now: api.now, lease: 30, limit: 10).map(\.id) == [claimed[0].id])
+    }
+}
