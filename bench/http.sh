@@ -27,6 +27,13 @@ cleanup() {
 trap cleanup EXIT
 
 ulimit -n "$(ulimit -Hn)"
+# Both servers bind with SO_REUSEPORT: a leftover process on a port would silently take half the load.
+for port in 18080 18081; do
+    if curl -s -o /dev/null "http://127.0.0.1:$port/"; then
+        echo "port $port is already in use; stop what listens there first" >&2
+        exit 1
+    fi
+done
 .build/release/deliveryd --listen 127.0.0.1:18080 --data-dir "$work/data" --access-log off 2>"$work/deliveryd.log" &
 deliveryd_pid=$!
 pids+=("$deliveryd_pid")

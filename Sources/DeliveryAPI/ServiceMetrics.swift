@@ -37,26 +37,33 @@ struct APIMetrics: Sendable {
     }
 }
 
-/// HTTP request counts and durations by route, fed from the server's access log hook.
-public struct HTTPMetrics: Sendable {
-    private static let methods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
-    private let requests: Counter
-    private let duration: Histogram
-
-    public init(registry: MetricsRegistry) {
-        requests = registry.counter(
+/// HTTP request counts and durations by route, read from the server's own per-loop tallies when
+/// metrics are read (counting into the registry on every request would put a shared lock on the
+/// request path).
+public enum HTTPMetrics {
+    public static func register(
+        in registry: MetricsRegistry, statistics: @escaping @Sendable () -> RequestStatistics,
+        openConnections: @escaping @Sendable () -> Int
+    ) {
+        let requests = registry.counter(
             "deliveryd_http_requests_total", help: "HTTP requests answered, by method, route and status.",
             labels: ["method", "route", "status"])
-        duration = registry.histogram(
+        let duration = registry.histogram(
             "deliveryd_http_request_duration_seconds", help: "Time to answer an HTTP request, by method and route.",
-            labels: ["method", "route"], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5])
-    }
-
-    /// Counts one answered request; unmatched paths share the route label `unmatched`.
-    public func record(_ entry: AccessLogEntry) {
-        let method = Self.methods.contains(entry.method) ? entry.method : "other"
-        let route = entry.route ?? "unmatched"
-        requests.increment([method, route, String(entry.status)])
-        duration.observe(entry.durationSeconds, [method, route])
+            labels: ["method", "route"], buckets: RequestStatistics.durationBuckets)
+        let connections = registry.gauge("deliveryd_http_open_connections", help: "Open client connections.")
+        registry.addCollector {
+            let current = statistics()
+            requests.setAll(
+                current.requests.map {
+                    ([$0.key.method, $0.key.route ?? "unmatched", String($0.key.status)], Double($0.value))
+                }
+                .sorted { $0.0.lexicographicallyPrecedes($1.0) })
+            duration.setAll(
+                current.durations.map {
+                    ([$0.key.method, $0.key.route ?? "unmatched"], $0.value.bucketCounts, $0.value.sum, $0.value.count)
+                }.sorted { $0.0.lexicographicallyPrecedes($1.0) })
+            connections.set(Double(openConnections()))
+        }
     }
 }

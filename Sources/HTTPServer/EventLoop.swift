@@ -52,7 +52,8 @@ private struct InFlight {
     let path: String
     let started: UInt64
     var requestID = "-"
-    var route: String?
+    /// The router's index of the matched route; `-1` when none matched.
+    var route = -1
 }
 
 /// One connection's state, owned by its loop's thread.
@@ -98,6 +99,7 @@ final class EventLoop {
     private let configuration: HTTPServerConfiguration
     private let openConnections: ConnectionCounter
     private let accessLog: (@Sendable (AccessLogEntry) -> Void)?
+    private let statistics: LoopStatistics
     private var connections: [Int32: Connection] = [:]
     private var nextGeneration: UInt64 = 0
     private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
@@ -110,7 +112,8 @@ final class EventLoop {
 
     init(
         listenerFD: Int32, mailbox: LoopMailbox, router: Router, configuration: HTTPServerConfiguration,
-        openConnections: ConnectionCounter, accessLog: (@Sendable (AccessLogEntry) -> Void)?
+        openConnections: ConnectionCounter, statistics: LoopStatistics,
+        accessLog: (@Sendable (AccessLogEntry) -> Void)?
     ) throws(SystemError) {
         let fd = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard fd >= 0 else { throw SystemError(function: "epoll_create1", errno: errno) }
@@ -121,6 +124,7 @@ final class EventLoop {
         self.configuration = configuration
         self.openConnections = openConnections
         self.accessLog = accessLog
+        self.statistics = statistics
         watch(listenerFD, events: EPOLLIN.rawValue)
         watch(mailbox.wakeFD, events: EPOLLIN.rawValue)
     }
@@ -251,6 +255,7 @@ final class EventLoop {
 
     /// The client's `X-Request-Id` when it is a short token, else a new id.
     private func nextRequestID(supplied: String?) -> String {
+        // `request.header(_:)` lowercases its argument on every call; this runs on every request.
         if let supplied, (1...64).contains(supplied.utf8.count),
             supplied.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") })
         {
@@ -285,10 +290,8 @@ final class EventLoop {
             case .expectsContinue:
                 connection.output.append(contentsOf: "HTTP/1.1 100 Continue\r\n\r\n".utf8)
             case .request(var request):
-                request.requestID = nextRequestID(supplied: request.header("X-Request-Id"))
                 connection.current = InFlight(
-                    method: request.method, path: request.path, started: connection.requestStarted ?? now,
-                    requestID: request.requestID)
+                    method: request.method, path: request.path, started: connection.requestStarted ?? now)
                 connection.requestStarted = connection.parser.isMidRequest ? now : nil
                 let keepAlive = request.keepAlive && mailbox.stopRequested.load(ordering: .relaxed) == false
                 let includeBody = request.method != "HEAD"
@@ -306,14 +309,21 @@ final class EventLoop {
                             extraHeaders: [("Allow", allow.joined(separator: ", "))]
                         ), keepAlive: keepAlive, includeBody: includeBody, now: now
                     )
-                case .found(let handler, let parameters, let execution, let pattern):
-                    connection.current?.route = pattern
+                case .found(let handler, let parameters, let execution, let route):
+                    connection.current?.route = route
                     request.pathParameters = parameters
                     request.keepAlive = keepAlive
                     switch execution {
                     case .inline:
                         respond(connection, handler(request), keepAlive: keepAlive, includeBody: includeBody, now: now)
                     case .pool:
+                        // Only pooled handlers get ids: they do the work (writes, pushes) worth tracing;
+                        // inline answers come from memory and stay as cheap as possible.
+                        request.requestID = nextRequestID(
+                            supplied: request.headers.first {
+                                HTTPRequestParser.equalsIgnoringCase($0.name, "x-request-id")
+                            }?.value)
+                        connection.current?.requestID = request.requestID
                         connection.waitingForHandler = true
                         connection.pending = (keepAlive, includeBody)
                         let mailbox = self.mailbox
@@ -360,22 +370,25 @@ final class EventLoop {
             dateBytes = ResponseWriter.httpDate(second)
         }
         let before = connection.output.count
-        var response = response
-        if let requestID = connection.current?.requestID, requestID != "-" {
-            response.headers.append(("X-Request-Id", requestID))
-        }
         ResponseWriter.append(
-            response, to: &connection.output, date: dateBytes, keepAlive: keepAlive, includeBody: includeBody)
+            response, to: &connection.output, date: dateBytes, keepAlive: keepAlive, includeBody: includeBody,
+            requestID: connection.current?.requestID)
         if !keepAlive { connection.closeAfterWrite = true }
-        if let accessLog, let current = connection.current {
-            accessLog(
-                AccessLogEntry(
-                    method: current.method, path: current.path, route: current.route, requestID: current.requestID,
-                    status: response.status,
-                    bytes: connection.output.count - before,
-                    durationSeconds: Double(Posix.monotonicNanoseconds() - current.started) / 1e9
+        if let current = connection.current {
+            let seconds = Double(Posix.monotonicNanoseconds() - current.started) / 1e9
+            statistics.record(
+                method: LoopStatistics.methodIndex(current.method), route: current.route, status: response.status,
+                seconds: seconds)
+            if let accessLog {
+                accessLog(
+                    AccessLogEntry(
+                        method: current.method, path: current.path,
+                        route: current.route >= 0 ? router.pattern(ofRoute: current.route) : nil,
+                        requestID: current.requestID, status: response.status, bytes: connection.output.count - before,
+                        durationSeconds: seconds
+                    )
                 )
-            )
+            }
         }
         connection.current = nil
         connection.lastActivity = now

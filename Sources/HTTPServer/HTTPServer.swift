@@ -14,6 +14,7 @@ public final class HTTPServer: Sendable {
     private let mailboxes: [LoopMailbox]
     private let listeners: [Int32]
     private let openConnections = ConnectionCounter()
+    private let statistics: [LoopStatistics]
     /// The address actually bound (the real port when asked for port 0).
     public let boundAddress: ListenAddress
 
@@ -40,6 +41,7 @@ public final class HTTPServer: Sendable {
             throw error
         }
         self.listeners = listeners
+        self.statistics = listeners.map { _ in LoopStatistics() }
         self.boundAddress = address
         self.configuration = configuration
         self.router = router
@@ -49,13 +51,21 @@ public final class HTTPServer: Sendable {
     /// Open client connections across all loops.
     public var connectionCount: Int { openConnections.value.load(ordering: .relaxed) }
 
+    /// Requests answered since start, by method, route and status, merged across the loops.
+    public func requestStatistics() -> RequestStatistics {
+        var merged = RequestStatistics()
+        let patterns = router.registeredRoutes.map(\.pattern)
+        for loop in statistics { loop.add(to: &merged, patterns: patterns) }
+        return merged
+    }
+
     /// Starts one thread per event loop and returns.
     /// - Throws: `SystemError` if a loop's epoll cannot be created.
     public func start() throws(SystemError) {
-        for (listener, mailbox) in zip(listeners, mailboxes) {
+        for ((listener, mailbox), statistics) in zip(zip(listeners, mailboxes), statistics) {
             let loop = try EventLoop(
                 listenerFD: listener, mailbox: mailbox, router: router, configuration: configuration,
-                openConnections: openConnections, accessLog: accessLog
+                openConnections: openConnections, statistics: statistics, accessLog: accessLog
             )
             let transfer = LoopTransfer(loop: loop)
             let thread = Thread {

@@ -13,6 +13,7 @@ public struct HTTPRequest: Sendable {
     /// Values the router took from the path (`{id}` in `/v1/orders/{id}`).
     public var pathParameters: [String: String] = [:]
     /// The client's `X-Request-Id`, or one the server made; echoed in the response and the access log.
+    /// Set for pooled handlers; empty for inline ones (health checks, static pages).
     public var requestID = ""
     /// The path without the query string, percent-encoding intact.
     public var path: String

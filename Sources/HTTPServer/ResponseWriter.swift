@@ -2,8 +2,10 @@ internal import Foundation
 
 /// Serialises responses: status line, `Date`, `Content-Length`, `Connection`, the handler's headers.
 enum ResponseWriter {
+    /// - Parameter requestID: written as `X-Request-Id` (straight into the bytes: no header array copy).
     static func append(
-        _ response: HTTPResponse, to output: inout [UInt8], date: [UInt8], keepAlive: Bool, includeBody: Bool
+        _ response: HTTPResponse, to output: inout [UInt8], date: [UInt8], keepAlive: Bool, includeBody: Bool,
+        requestID: String? = nil
     ) {
         if response.status == 200 {
             output.append(contentsOf: okStatusLine)
@@ -16,6 +18,11 @@ enum ResponseWriter {
         appendDecimal(response.body.count, to: &output)
         output.append(contentsOf: crlf)
         if !keepAlive { output.append(contentsOf: connectionClose) }
+        if let requestID, requestID != "-" {
+            output.append(contentsOf: requestIDPrefix)
+            output.append(contentsOf: requestID.utf8)
+            output.append(contentsOf: crlf)
+        }
         for (name, value) in response.headers {
             output.append(contentsOf: name.utf8)
             output.append(contentsOf: ": ".utf8)
@@ -31,6 +38,7 @@ enum ResponseWriter {
     private static let contentLengthPrefix = Array("\r\nContent-Length: ".utf8)
     private static let connectionClose = Array("Connection: close\r\n".utf8)
     private static let crlf = Array("\r\n".utf8)
+    private static let requestIDPrefix = Array("X-Request-Id: ".utf8)
 
     private static func appendDecimal(_ value: Int, to output: inout [UInt8]) {
         if value >= 10 { appendDecimal(value / 10, to: &output) }

@@ -17,8 +17,9 @@ public struct Router: Sendable {
 
     /// The outcome of a lookup.
     public enum Resolution: Sendable {
-        /// `pattern` is the route as registered (`/v1/orders/{id}`): a label of bounded cardinality.
-        case found(Handler, parameters: [String: String], execution: Execution, pattern: String)
+        /// `route` is the route's index in `registeredRoutes`, whose pattern (`/v1/orders/{id}`) is a
+        /// label of bounded cardinality.
+        case found(Handler, parameters: [String: String], execution: Execution, route: Int)
         case notFound
         case methodNotAllowed(allow: [String])
     }
@@ -62,23 +63,24 @@ public struct Router: Sendable {
     /// Every registered `(method, pattern)`, for documentation checks.
     public var registeredRoutes: [(method: String, pattern: String)] { routes.map { ($0.method, $0.pattern) } }
 
+    /// The pattern of the route `resolve` reported by index.
+    public func pattern(ofRoute index: Int) -> String { routes[index].pattern }
+
     /// Finds the handler for a request; `405` lists the methods the path does allow.
     public func resolve(method: String, path: String) -> Resolution {
         if let candidates = staticRoutes[path] {
             for index in candidates
             where routes[index].method == method || (method == "HEAD" && routes[index].method == "GET") {
-                return .found(
-                    routes[index].handler, parameters: [:], execution: routes[index].execution,
-                    pattern: routes[index].pattern)
+                return .found(routes[index].handler, parameters: [:], execution: routes[index].execution, route: index)
             }
         }
         let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         let pathSegments = parts.last == "" && parts.count > 1 ? Array(parts.dropLast()) : Array(parts)
         var allowed: [String] = []
-        for route in routes {
+        for (index, route) in routes.enumerated() {
             guard let parameters = Self.match(route.segments, pathSegments) else { continue }
             if route.method == method || (method == "HEAD" && route.method == "GET") {
-                return .found(route.handler, parameters: parameters, execution: route.execution, pattern: route.pattern)
+                return .found(route.handler, parameters: parameters, execution: route.execution, route: index)
             }
             allowed.append(route.method)
             if route.method == "GET" { allowed.append("HEAD") }

@@ -117,12 +117,13 @@ public final class MetricsRegistry: Sendable {
         }
     }
 
-    /// Replaces every series of a gauge family at once (a collector's fresh reading).
-    fileprivate func replace(_ family: Int, with values: [([String], Double)]) {
+    /// Replaces every series of a family at once: a collector's reading of counts kept elsewhere.
+    fileprivate func replace(_ family: Int, with series: [Series]) {
         state.withLock { state in
-            state.families[family].series = values.map { Series(labels: $0.0, value: $0.1) }
+            let bounded = Array(series.prefix(Self.maximumSeries))
+            state.families[family].series = bounded
             state.families[family].index = Dictionary(
-                values.enumerated().map { ($0.element.0, $0.offset) }, uniquingKeysWith: { first, _ in first })
+                bounded.enumerated().map { ($0.element.labels, $0.offset) }, uniquingKeysWith: { first, _ in first })
         }
     }
 }
@@ -135,6 +136,11 @@ public struct Counter: Sendable {
     public func increment(_ labels: [String] = [], by amount: Double = 1) {
         precondition(amount >= 0, "counters only go up")
         registry.update(family, labels) { series, _ in series.value += amount }
+    }
+
+    /// Sets every series from totals another component keeps (read by a collector).
+    public func setAll(_ totals: [([String], Double)]) {
+        registry.replace(family, with: totals.map { MetricsRegistry.Series(labels: $0.0, value: $0.1) })
     }
 }
 
@@ -149,7 +155,7 @@ public struct Gauge: Sendable {
 
     /// Sets every series at once; label sets not given disappear (e.g. a status with no orders left).
     public func replaceAll(_ values: [([String], Double)]) {
-        registry.replace(family, with: values)
+        registry.replace(family, with: values.map { MetricsRegistry.Series(labels: $0.0, value: $0.1) })
     }
 }
 
@@ -157,6 +163,16 @@ public struct Gauge: Sendable {
 public struct Histogram: Sendable {
     fileprivate let family: Int
     fileprivate let registry: MetricsRegistry
+
+    /// Sets every series from histograms another component keeps; `bucketCounts` are cumulative and
+    /// follow the family's buckets.
+    public func setAll(_ series: [(labels: [String], bucketCounts: [UInt64], sum: Double, count: UInt64)]) {
+        registry.replace(
+            family,
+            with: series.map {
+                MetricsRegistry.Series(labels: $0.labels, bucketCounts: $0.bucketCounts, sum: $0.sum, count: $0.count)
+            })
+    }
 
     public func observe(_ value: Double, _ labels: [String] = []) {
         registry.update(family, labels) { series, buckets in

@@ -145,9 +145,11 @@ let service = DeliveryService(
         projection: projectionConfiguration, defaultBundleID: configuration.apnsTopic),
     outboxSignal: outboxSignal, registry: registry, logger: Logger(label: "api", minimumLevel: configuration.logLevel)
 )
-let httpMetrics = HTTPMetrics(registry: registry)
 let accessLogger = Logger(label: "http", minimumLevel: configuration.logLevel)
-let logAccess = configuration.accessLog
+var accessLog: (@Sendable (AccessLogEntry) -> Void)?
+if configuration.accessLog {
+    accessLog = { @Sendable entry in AccessLog.write(entry, to: accessLogger) }
+}
 let server: HTTPServer
 do {
     server = try HTTPServer(
@@ -159,10 +161,7 @@ do {
             maxConnections: configuration.maxConnections
         ),
         router: service.router(),
-        accessLog: { entry in
-            httpMetrics.record(entry)
-            if logAccess { AccessLog.write(entry, to: accessLogger) }
-        }
+        accessLog: accessLog
     )
 } catch {
     logger.error(
@@ -170,8 +169,8 @@ do {
         ["server.address": .string(configuration.listen.description), "error": .string("\(error)")])
     exit(1)
 }
-let openConnections = registry.gauge("deliveryd_http_open_connections", help: "Open client connections.")
-registry.addCollector { openConnections.set(Double(server.connectionCount)) }
+HTTPMetrics.register(
+    in: registry, statistics: { server.requestStatistics() }, openConnections: { server.connectionCount })
 
 signal(SIGTERM, SIG_IGN)
 signal(SIGINT, SIG_IGN)
