@@ -91,99 +91,123 @@ public final class PushWorker {
     }
 
     /// Processes one batch of due rows; returns how many rows it finished or rescheduled.
+    ///
+    /// Storage is touched three times per batch, whatever its size: one transaction claims the rows,
+    /// one read plans them, one transaction writes every outcome (push log, rows, sent states,
+    /// removed tokens). A crash between the send and that last write leaves the rows leased; they
+    /// come back when the lease runs out and are sent again (APNs pushes are at-least-once).
     /// - Throws: `StorageError` when the database fails (the rows' leases bring them back).
     @discardableResult
     public func runOnce(now: Date) async throws -> Int {
         let items = try store.claimDue(
             owner: owner, now: now, lease: configuration.lease, limit: configuration.batchSize)
         guard !items.isEmpty else { return 0 }
+        let context = try store.pushBatchContext(for: items, highPrioritySince: now.addingTimeInterval(-3600))
+        var completions: [PushCompletion] = []
         var planned: [Planned] = []
         for item in items {
-            if let push = try plan(item, now: now) { planned.append(push) }
+            switch plan(item, context: context, now: now) {
+            case .send(let entry): planned.append(entry)
+            case .finish(let completion): completions.append(completion)
+            }
         }
-        guard !planned.isEmpty else { return items.count }
-        let provider = try await tokens?.token(now: now)
-        let requests = planned.map { entry in
-            APNsRequest(
-                baseURL: entry.environment == .development ? configuration.developmentURL : configuration.productionURL,
-                deviceToken: entry.token, topic: entry.push.headers.topic, priority: entry.push.headers.priority,
-                expiration: entry.push.headers.expiration, collapseID: entry.push.headers.collapseID,
-                payload: entry.push.payload, providerToken: provider?.compact ?? ""
-            )
+        if !planned.isEmpty {
+            let provider = try await tokens?.token(now: now)
+            let requests = planned.map { entry in
+                APNsRequest(
+                    baseURL: entry.environment == .development
+                        ? configuration.developmentURL : configuration.productionURL,
+                    deviceToken: entry.token, topic: entry.push.headers.topic, priority: entry.push.headers.priority,
+                    expiration: entry.push.headers.expiration, collapseID: entry.push.headers.collapseID,
+                    payload: entry.push.payload, providerToken: provider?.compact ?? ""
+                )
+            }
+            let responses = sender.send(requests)
+            var refreshProvider = false
+            for (entry, response) in zip(planned, responses) {
+                let (completion, refresh) = complete(entry, with: response, now: now)
+                completions.append(completion)
+                refreshProvider = refreshProvider || refresh
+            }
+            if refreshProvider, let tokens, let provider { _ = try await tokens.replaceExpired(provider, now: now) }
         }
-        let responses = sender.send(requests)
-        for (entry, response) in zip(planned, responses) {
-            try await apply(response, to: entry, provider: provider, now: now)
+        let removed = try store.completePushes(completions, now: now)
+        for (completion, didRemove) in zip(completions, removed) where didRemove {
+            if case .activity(_, let reason, _)? = completion.removal {
+                metrics.tokensRemoved.increment([reason == "ended" ? "activity_ended" : reason])
+                if reason != "ended" { metrics.activityEvents.increment(["removed_by_system"]) }
+            } else {
+                metrics.tokensRemoved.increment([completion.attempt?.reason ?? "unknown"])
+            }
         }
         return items.count
     }
 
-    /// Builds the push of one row, or finishes the row when there is nothing to send.
-    private func plan(_ item: OutboxItem, now: Date) throws -> Planned? {
-        guard let order = try store.order(id: item.orderID) else {
-            try store.markDead(item.id, reason: "order_missing", now: now)
-            return nil
-        }
-        switch item.target {
-        case .activity(let activityID):
-            guard let activity = try store.activity(orderID: item.orderID, activityID: activityID),
-                activity.endedAt == nil, !activity.pushToken.isEmpty
-            else {
-                try store.markSent(item.id, now: now)
-                return nil
-            }
-            let context = ActivityContext(
-                bundleID: activity.bundleID, startedAt: activity.startedAt, lastSentStatus: activity.lastSentStatus,
-                lastSentFingerprint: activity.lastSentFingerprint,
-                highPriorityPushesInLastHour: try store.acceptedHighPriorityPushes(
-                    orderID: order.id, targetID: activityID, since: now.addingTimeInterval(-3600)
-                )
-            )
-            switch try planner.planUpdate(order: order, activity: context, now: now) {
-            case .send(let push):
-                return Planned(
-                    item: item, push: push, environment: activity.environment, token: activity.pushToken,
-                    registeredAt: activity.registeredAt
-                )
-            case .skip(.activityExpired):
-                if try store.endActivity(
-                    orderID: order.id, activityID: activityID, reason: "expired", now: now, onlyIfRegisteredBefore: nil)
-                {
-                    metrics.tokensRemoved.increment(["expired"])
-                    metrics.activityEvents.increment(["removed_by_system"])
-                }
-                try store.markSent(item.id, now: now)
-            case .skip:
-                try store.markSent(item.id, now: now)
-            }
-        case .start(let customerID, let deviceID):
-            guard let device = try store.pushToStart(customerID: customerID, deviceID: deviceID) else {
-                try store.markSent(item.id, now: now)
-                return nil
-            }
-            switch try planner.planStart(order: order, bundleID: device.bundleID, now: now) {
-            case .send(let push):
-                return Planned(
-                    item: item, push: push, environment: device.environment, token: device.pushToken,
-                    registeredAt: device.registeredAt
-                )
-            case .skip:
-                try store.markSent(item.id, now: now)
-            }
-        }
-        return nil
+    private enum PlanResult {
+        case send(Planned)
+        case finish(PushCompletion)
     }
 
-    private func apply(_ response: APNsResponse, to entry: Planned, provider: ProviderToken?, now: Date) async throws {
+    /// Builds the push of one row, or the completion of a row with nothing to send.
+    private func plan(_ item: OutboxItem, context: PushBatchContext, now: Date) -> PlanResult {
+        guard let order = context.orders[item.orderID] else {
+            return .finish(PushCompletion(item: item, outcome: .dead(reason: "order_missing")))
+        }
+        do {
+            switch item.target {
+            case .activity(let activityID):
+                let key = ActivityKey(orderID: item.orderID, activityID: activityID)
+                guard let activity = context.activities[key], activity.endedAt == nil, !activity.pushToken.isEmpty
+                else { return .finish(PushCompletion(item: item, outcome: .sent)) }
+                let activityContext = ActivityContext(
+                    bundleID: activity.bundleID, startedAt: activity.startedAt,
+                    lastSentStatus: activity.lastSentStatus, lastSentFingerprint: activity.lastSentFingerprint,
+                    highPriorityPushesInLastHour: context.highPriorityPushes[key] ?? 0
+                )
+                switch try planner.planUpdate(order: order, activity: activityContext, now: now) {
+                case .send(let push):
+                    return .send(
+                        Planned(
+                            item: item, push: push, environment: activity.environment, token: activity.pushToken,
+                            registeredAt: activity.registeredAt))
+                case .skip(.activityExpired):
+                    return .finish(
+                        PushCompletion(
+                            item: item, outcome: .sent,
+                            removal: .activity(activityID: activityID, reason: "expired", onlyIfRegisteredBefore: nil)))
+                case .skip:
+                    return .finish(PushCompletion(item: item, outcome: .sent))
+                }
+            case .start(let customerID, let deviceID):
+                guard let device = context.pushToStart[DeviceKey(customerID: customerID, deviceID: deviceID)] else {
+                    return .finish(PushCompletion(item: item, outcome: .sent))
+                }
+                switch try planner.planStart(order: order, bundleID: device.bundleID, now: now) {
+                case .send(let push):
+                    return .send(
+                        Planned(
+                            item: item, push: push, environment: device.environment, token: device.pushToken,
+                            registeredAt: device.registeredAt))
+                case .skip:
+                    return .finish(PushCompletion(item: item, outcome: .sent))
+                }
+            }
+        } catch {
+            // A payload over 4 KB is a projection bug: keep the row as a dead letter to look at.
+            logger.error("push.payload_too_large", ["order.id": .string(item.orderID)])
+            return .finish(PushCompletion(item: item, outcome: .dead(reason: "payload_too_large")))
+        }
+    }
+
+    /// What to store for one answered push; the flag asks for a new provider token.
+    private func complete(_ entry: Planned, with response: APNsResponse, now: Date) -> (PushCompletion, Bool) {
         let item = entry.item
         let event = entry.push.event.rawValue
-        try store.logPush(
-            PushAttempt(
-                orderID: item.orderID, targetID: Self.targetLabel(item.target), event: event,
-                priority: entry.push.headers.priority, httpStatus: response.status,
-                reason: response.reason?.description ?? response.transportError, apnsID: response.apnsID,
-                latencyMilliseconds: Int(response.latencySeconds * 1000), attemptedAt: now, requestID: item.requestID
-            )
+        let attempt = PushAttempt(
+            orderID: item.orderID, targetID: Self.targetLabel(item.target), event: event,
+            priority: entry.push.headers.priority, httpStatus: response.status,
+            reason: response.reason?.description ?? response.transportError, apnsID: response.apnsID,
+            latencyMilliseconds: Int(response.latencySeconds * 1000), attemptedAt: now, requestID: item.requestID
         )
         metrics.apnsRoundTrip.observe(response.latencySeconds)
         metrics.changeToAnswer.observe(max(0, Date().timeIntervalSince(item.createdAt)))
@@ -200,78 +224,66 @@ public final class PushWorker {
         if case .delivered = action {
             logger.debug("push.accepted", fields)
         } else {
-            metrics.failures.increment([
+            let label =
                 response.reason?.description
-                    ?? (response.status == nil ? "transport" : "status_\(response.status ?? 0)")
-            ])
+                ?? (response.status == nil ? "transport" : "status_\(response.status ?? 0)")
+            metrics.failures.increment([label])
             logger.warning("push.not_accepted", fields)
         }
+        var completion = PushCompletion(item: item, outcome: .sent, attempt: attempt)
+        var refresh = false
         switch action {
         case .delivered:
             metrics.pushes.increment([event, "accepted"])
-            try store.markSent(item.id, now: now)
             switch (item.target, entry.push.event) {
             case (.start, _): metrics.activityEvents.increment(["started_remotely"])
             case (.activity, .end): metrics.activityEvents.increment(["ended"])
             case (.activity, _): metrics.activityEvents.increment(["updated"])
             }
             if case .activity(let activityID) = item.target {
-                try store.recordSent(
-                    orderID: item.orderID, activityID: activityID,
+                completion.sentState = PushCompletion.SentState(
                     status: OrderStatus(rawValue: entry.push.contentState.status) ?? .placed,
-                    fingerprint: entry.push.fingerprint,
-                    timestamp: entry.push.timestamp
-                )
+                    fingerprint: entry.push.fingerprint, timestamp: entry.push.timestamp)
                 if entry.push.event == .end {
-                    try store.endActivity(
-                        orderID: item.orderID, activityID: activityID, reason: "ended", now: now,
-                        onlyIfRegisteredBefore: nil)
+                    completion.removal = .activity(activityID: activityID, reason: "ended", onlyIfRegisteredBefore: nil)
                 }
             }
         case .dropToken(let registeredBefore):
             metrics.pushes.increment([event, "token_removed"])
-            let removed: Bool
             switch item.target {
             case .activity(let activityID):
-                removed = try store.endActivity(
-                    orderID: item.orderID, activityID: activityID, reason: reason, now: now,
-                    onlyIfRegisteredBefore: registeredBefore
-                )
+                completion.removal = .activity(
+                    activityID: activityID, reason: reason, onlyIfRegisteredBefore: registeredBefore)
             case .start(let customerID, let deviceID):
-                try store.deletePushToStart(
+                completion.removal = .pushToStart(
                     customerID: customerID, deviceID: deviceID, onlyIfRegisteredBefore: registeredBefore)
-                removed = true
             }
-            if removed {
-                metrics.tokensRemoved.increment([reason])
-                metrics.activityEvents.increment(["removed_by_system"])
-            }
-            try store.markSent(item.id, now: now)
         case .deadLetter:
             metrics.pushes.increment([event, "dead_lettered"])
-            try store.markDead(item.id, reason: reason, now: now)
+            completion.outcome = .dead(reason: reason)
         case .refreshTokenAndRetry:
-            if let tokens, let provider { _ = try await tokens.replaceExpired(provider, now: now) }
-            metrics.pushes.increment([event, try retry(item, reason: reason, now: now)])
+            refresh = true
+            completion.outcome = retryOutcome(item, reason: reason, now: now)
         case .retry, .pauseEnvironment:
-            metrics.pushes.increment([event, try retry(item, reason: reason, now: now)])
+            completion.outcome = retryOutcome(item, reason: reason, now: now)
         }
+        if case .retry = completion.outcome { metrics.pushes.increment([event, "retried"]) }
+        if case .dead = completion.outcome, action != .deadLetter {
+            metrics.pushes.increment([event, "dead_lettered"])
+        }
+        return (completion, refresh)
     }
 
-    /// Schedules the next attempt, or dead-letters the row past the retry deadline; returns the
-    /// result label (`retried` or `dead_lettered`).
-    private func retry(_ item: OutboxItem, reason: String, now: Date) throws -> String {
+    /// The next attempt's time, or a dead letter past the retry deadline.
+    private func retryOutcome(_ item: OutboxItem, reason: String, now: Date) -> PushCompletion.RowOutcome {
         if configuration.retryPolicy.isExhausted(firstAttempt: item.createdAt, now: now) {
-            try store.markDead(item.id, reason: "gave up: \(reason)", now: now)
-            return "dead_lettered"
-        } else {
-            metrics.retries.increment()
-            let delay = configuration.retryPolicy.delay(
-                afterAttempt: item.attempts, jitter: Double.random(in: 0...1, using: &randomness)
-            )
-            try store.scheduleRetry(item.id, at: now.addingTimeInterval(delay), error: reason, now: now)
-            return "retried"
+            return .dead(reason: "gave up: \(reason)")
         }
+        metrics.retries.increment()
+        let delay = configuration.retryPolicy.delay(
+            afterAttempt: item.attempts, jitter: Double.random(in: 0...1, using: &randomness)
+        )
+        return .retry(at: now.addingTimeInterval(delay), error: reason)
     }
 
     static func targetLabel(_ target: OutboxTarget) -> String {

@@ -56,24 +56,33 @@ extension Database {
         orderID: String, activityID: String, reason: String, now: Date, onlyIfRegisteredBefore: Date? = nil
     ) throws(StorageError) -> Bool {
         try write { connection in
-            try connection.cached(
-                """
-                UPDATE activities SET ended_at = ?, ended_reason = ?, push_token = ''
-                WHERE order_id = ? AND activity_id = ? AND ended_at IS NULL AND registered_at <= ?
-                """
-            ).run([
-                .integer(now.storageMilliseconds), .text(reason), .text(orderID), .text(activityID),
-                .integer((onlyIfRegisteredBefore ?? .distantFuture).storageMilliseconds),
-            ])
-            guard connection.changes > 0 else { return false }
-            try connection.cached(
-                """
-                UPDATE outbox SET state = 'superseded', updated_at = ?
-                WHERE order_id = ? AND kind = 'activity' AND target_id = ? AND state IN ('pending', 'sending')
-                """
-            ).run([.integer(now.storageMilliseconds), .text(orderID), .text(activityID)])
-            return true
+            try Self.endActivity(
+                orderID: orderID, activityID: activityID, reason: reason, now: now,
+                onlyIfRegisteredBefore: onlyIfRegisteredBefore, connection)
         }
+    }
+
+    static func endActivity(
+        orderID: String, activityID: String, reason: String, now: Date, onlyIfRegisteredBefore: Date?,
+        _ connection: SQLiteConnection
+    ) throws -> Bool {
+        try connection.cached(
+            """
+            UPDATE activities SET ended_at = ?, ended_reason = ?, push_token = ''
+            WHERE order_id = ? AND activity_id = ? AND ended_at IS NULL AND registered_at <= ?
+            """
+        ).run([
+            .integer(now.storageMilliseconds), .text(reason), .text(orderID), .text(activityID),
+            .integer((onlyIfRegisteredBefore ?? .distantFuture).storageMilliseconds),
+        ])
+        guard connection.changes > 0 else { return false }
+        try connection.cached(
+            """
+            UPDATE outbox SET state = 'superseded', updated_at = ?
+            WHERE order_id = ? AND kind = 'activity' AND target_id = ? AND state IN ('pending', 'sending')
+            """
+        ).run([.integer(now.storageMilliseconds), .text(orderID), .text(activityID)])
+        return true
     }
 
     /// Records what was last sent to an activity: for de-duplication and monotonic timestamps.
@@ -83,16 +92,25 @@ extension Database {
         throws(StorageError)
     {
         try write { connection in
-            try connection.cached(
-                """
-                UPDATE activities SET last_sent_status = ?, last_sent_fingerprint = ?, last_sent_timestamp = ?
-                WHERE order_id = ? AND activity_id = ?
-                """
-            ).run([
-                .text(status.rawValue), .text(fingerprint), .integer(timestamp.storageMilliseconds), .text(orderID),
-                .text(activityID),
-            ])
+            try Self.recordSent(
+                orderID: orderID, activityID: activityID, status: status, fingerprint: fingerprint,
+                timestamp: timestamp, connection)
         }
+    }
+
+    static func recordSent(
+        orderID: String, activityID: String, status: OrderStatus, fingerprint: String, timestamp: Date,
+        _ connection: SQLiteConnection
+    ) throws {
+        try connection.cached(
+            """
+            UPDATE activities SET last_sent_status = ?, last_sent_fingerprint = ?, last_sent_timestamp = ?
+            WHERE order_id = ? AND activity_id = ?
+            """
+        ).run([
+            .text(status.rawValue), .text(fingerprint), .integer(timestamp.storageMilliseconds), .text(orderID),
+            .text(activityID),
+        ])
     }
 
     /// One activity of an order, ended or not.
@@ -131,20 +149,24 @@ extension Database {
 
     /// A device's push-to-start token, if it has one.
     public func pushToStart(customerID: String, deviceID: String) throws(StorageError) -> PushToStartRecord? {
-        try read { connection in
-            try connection.cached(
-                """
-                SELECT customer_id, device_id, push_token, environment, bundle_id, registered_at
-                FROM push_to_start_tokens WHERE customer_id = ? AND device_id = ?
-                """
-            ).firstRow([.text(customerID), .text(deviceID)]) { row in
-                PushToStartRecord(
-                    customerID: row.text(0) ?? "", deviceID: row.text(1) ?? "", pushToken: row.text(2) ?? "",
-                    environment: PushEnvironment(rawValue: row.text(3) ?? "") ?? .production,
-                    bundleID: row.text(4) ?? "",
-                    registeredAt: Date(storageMilliseconds: row.int(5) ?? 0)
-                )
-            }
+        try read { connection in try Self.pushToStart(customerID: customerID, deviceID: deviceID, connection) }
+    }
+
+    static func pushToStart(customerID: String, deviceID: String, _ connection: SQLiteConnection) throws
+        -> PushToStartRecord?
+    {
+        try connection.cached(
+            """
+            SELECT customer_id, device_id, push_token, environment, bundle_id, registered_at
+            FROM push_to_start_tokens WHERE customer_id = ? AND device_id = ?
+            """
+        ).firstRow([.text(customerID), .text(deviceID)]) { row in
+            PushToStartRecord(
+                customerID: row.text(0) ?? "", deviceID: row.text(1) ?? "", pushToken: row.text(2) ?? "",
+                environment: PushEnvironment(rawValue: row.text(3) ?? "") ?? .production,
+                bundleID: row.text(4) ?? "",
+                registeredAt: Date(storageMilliseconds: row.int(5) ?? 0)
+            )
         }
     }
 
@@ -153,13 +175,22 @@ extension Database {
         throws(StorageError)
     {
         try write { connection in
-            try connection.cached(
-                "DELETE FROM push_to_start_tokens WHERE customer_id = ? AND device_id = ? AND registered_at <= ?"
-            ).run([
-                .text(customerID), .text(deviceID),
-                .integer((onlyIfRegisteredBefore ?? .distantFuture).storageMilliseconds),
-            ])
+            _ = try Self.deletePushToStart(
+                customerID: customerID, deviceID: deviceID, onlyIfRegisteredBefore: onlyIfRegisteredBefore, connection)
         }
+    }
+
+    @discardableResult
+    static func deletePushToStart(
+        customerID: String, deviceID: String, onlyIfRegisteredBefore: Date?, _ connection: SQLiteConnection
+    ) throws -> Bool {
+        try connection.cached(
+            "DELETE FROM push_to_start_tokens WHERE customer_id = ? AND device_id = ? AND registered_at <= ?"
+        ).run([
+            .text(customerID), .text(deviceID),
+            .integer((onlyIfRegisteredBefore ?? .distantFuture).storageMilliseconds),
+        ])
+        return connection.changes > 0
     }
 
     static func activity(orderID: String, activityID: String, _ connection: SQLiteConnection) throws -> ActivityRecord?

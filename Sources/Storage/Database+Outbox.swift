@@ -52,18 +52,20 @@ extension Database {
 
     /// Tries again at `at`, unless a newer row for the same target was queued meanwhile (then it is superseded).
     public func scheduleRetry(_ id: Int64, at: Date, error: String, now: Date) throws(StorageError) {
-        try write { connection in
-            try connection.cached(
-                """
-                UPDATE outbox SET state = CASE WHEN EXISTS (
-                        SELECT 1 FROM outbox AS newer WHERE newer.order_id = outbox.order_id AND newer.kind = outbox.kind
-                          AND newer.target_id = outbox.target_id AND newer.state = 'pending' AND newer.id > outbox.id)
-                    THEN 'superseded' ELSE 'pending' END,
-                    due_at = ?, last_error = ?, lease_owner = NULL, lease_until = NULL, updated_at = ?
-                WHERE id = ? AND state = 'sending'
-                """
-            ).run([.integer(at.storageMilliseconds), .text(error), .integer(now.storageMilliseconds), .integer(id)])
-        }
+        try write { connection in try Self.scheduleRetry(id, at: at, error: error, now: now, connection) }
+    }
+
+    static func scheduleRetry(_ id: Int64, at: Date, error: String, now: Date, _ connection: SQLiteConnection) throws {
+        try connection.cached(
+            """
+            UPDATE outbox SET state = CASE WHEN EXISTS (
+                    SELECT 1 FROM outbox AS newer WHERE newer.order_id = outbox.order_id AND newer.kind = outbox.kind
+                      AND newer.target_id = outbox.target_id AND newer.state = 'pending' AND newer.id > outbox.id)
+                THEN 'superseded' ELSE 'pending' END,
+                due_at = ?, last_error = ?, lease_owner = NULL, lease_until = NULL, updated_at = ?
+            WHERE id = ? AND state = 'sending'
+            """
+        ).run([.integer(at.storageMilliseconds), .text(error), .integer(now.storageMilliseconds), .integer(id)])
     }
 
     /// Rows waiting to be sent (pending or in flight), and the due time of the oldest one.
@@ -117,22 +119,23 @@ extension Database {
 
     /// Appends one APNs attempt to the push log.
     public func logPush(_ attempt: PushAttempt) throws(StorageError) {
-        try write { connection in
-            try connection.cached(
-                """
-                INSERT INTO push_log (order_id, target_id, event, priority, http_status, reason, apns_id, latency_ms,
-                    attempted_at, request_id)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """
-            ).run([
-                .text(attempt.orderID), .text(attempt.targetID), .text(attempt.event),
-                .integer(Int64(attempt.priority)),
-                attempt.httpStatus.map { .integer(Int64($0)) } ?? .null, attempt.reason.map(SQLiteValue.text) ?? .null,
-                attempt.apnsID.map(SQLiteValue.text) ?? .null,
-                attempt.latencyMilliseconds.map { .integer(Int64($0)) } ?? .null,
-                .integer(attempt.attemptedAt.storageMilliseconds), attempt.requestID.map(SQLiteValue.text) ?? .null,
-            ])
-        }
+        try write { connection in try Self.insertPushLog(attempt, connection) }
+    }
+
+    static func insertPushLog(_ attempt: PushAttempt, _ connection: SQLiteConnection) throws {
+        try connection.cached(
+            """
+            INSERT INTO push_log (order_id, target_id, event, priority, http_status, reason, apns_id, latency_ms,
+                attempted_at, request_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """
+        ).run([
+            .text(attempt.orderID), .text(attempt.targetID), .text(attempt.event), .integer(Int64(attempt.priority)),
+            attempt.httpStatus.map { .integer(Int64($0)) } ?? .null, attempt.reason.map(SQLiteValue.text) ?? .null,
+            attempt.apnsID.map(SQLiteValue.text) ?? .null,
+            attempt.latencyMilliseconds.map { .integer(Int64($0)) } ?? .null,
+            .integer(attempt.attemptedAt.storageMilliseconds), attempt.requestID.map(SQLiteValue.text) ?? .null,
+        ])
     }
 
     /// Priority-10 pushes APNs accepted for one target since `since`: the activity's hourly budget use.
@@ -191,10 +194,12 @@ extension Database {
     }
 
     private func finish(_ id: Int64, state: String, error: String?, now: Date) throws(StorageError) {
-        try write { connection in
-            try connection.cached(
-                "UPDATE outbox SET state = ?, last_error = ?, lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE id = ?"
-            ).run([.text(state), error.map(SQLiteValue.text) ?? .null, .integer(now.storageMilliseconds), .integer(id)])
-        }
+        try write { connection in try Self.finish(id, state: state, error: error, now: now, connection) }
+    }
+
+    static func finish(_ id: Int64, state: String, error: String?, now: Date, _ connection: SQLiteConnection) throws {
+        try connection.cached(
+            "UPDATE outbox SET state = ?, last_error = ?, lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE id = ?"
+        ).run([.text(state), error.map(SQLiteValue.text) ?? .null, .integer(now.storageMilliseconds), .integer(id)])
     }
 }

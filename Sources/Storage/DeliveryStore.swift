@@ -38,6 +38,10 @@ public protocol DeliveryStore: Sendable {
     func deletePushToStart(customerID: String, deviceID: String, onlyIfRegisteredBefore: Date?) throws(StorageError)
 
     // The outbox and the push log.
+    func pushBatchContext(for items: [OutboxItem], highPrioritySince since: Date) throws(StorageError)
+        -> PushBatchContext
+    @discardableResult
+    func completePushes(_ completions: [PushCompletion], now: Date) throws(StorageError) -> [Bool]
     func claimDue(owner: String, now: Date, lease: TimeInterval, limit: Int) throws(StorageError) -> [OutboxItem]
     func markSent(_ id: Int64, now: Date) throws(StorageError)
     func markDead(_ id: Int64, reason: String, now: Date) throws(StorageError)

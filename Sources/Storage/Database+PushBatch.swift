@@ -1,0 +1,164 @@
+public import FoundationEssentials
+public import OrderDomain
+
+/// An activity of an order, as a dictionary key.
+public struct ActivityKey: Hashable, Sendable {
+    public let orderID: String
+    public let activityID: String
+
+    public init(orderID: String, activityID: String) {
+        self.orderID = orderID
+        self.activityID = activityID
+    }
+}
+
+/// A customer's device, as a dictionary key.
+public struct DeviceKey: Hashable, Sendable {
+    public let customerID: String
+    public let deviceID: String
+
+    public init(customerID: String, deviceID: String) {
+        self.customerID = customerID
+        self.deviceID = deviceID
+    }
+}
+
+/// Everything the pusher reads to plan a claimed batch, read in one transaction.
+public struct PushBatchContext: Sendable {
+    public var orders: [String: Order] = [:]
+    public var activities: [ActivityKey: ActivityRecord] = [:]
+    public var pushToStart: [DeviceKey: PushToStartRecord] = [:]
+    /// Priority-10 pushes accepted per activity since the `since` of the read: the hourly budget.
+    public var highPriorityPushes: [ActivityKey: Int] = [:]
+
+    public init() {}
+}
+
+/// What to write for one finished row of a batch; a batch of them is written in one transaction.
+public struct PushCompletion: Sendable {
+    public enum RowOutcome: Sendable, Hashable {
+        case sent
+        case dead(reason: String)
+        case retry(at: Date, error: String)
+    }
+
+    /// The state an accepted update or end leaves the activity showing.
+    public struct SentState: Sendable, Hashable {
+        public let status: OrderStatus
+        public let fingerprint: String
+        public let timestamp: Date
+
+        public init(status: OrderStatus, fingerprint: String, timestamp: Date) {
+            self.status = status
+            self.fingerprint = fingerprint
+            self.timestamp = timestamp
+        }
+    }
+
+    /// A token to remove: an activity's (ending it) or a device's push-to-start token.
+    public enum Removal: Sendable, Hashable {
+        case activity(activityID: String, reason: String, onlyIfRegisteredBefore: Date?)
+        case pushToStart(customerID: String, deviceID: String, onlyIfRegisteredBefore: Date?)
+    }
+
+    public var item: OutboxItem
+    public var outcome: RowOutcome
+    public var attempt: PushAttempt?
+    public var sentState: SentState?
+    public var removal: Removal?
+
+    public init(
+        item: OutboxItem, outcome: RowOutcome, attempt: PushAttempt? = nil, sentState: SentState? = nil,
+        removal: Removal? = nil
+    ) {
+        self.item = item
+        self.outcome = outcome
+        self.attempt = attempt
+        self.sentState = sentState
+        self.removal = removal
+    }
+}
+
+extension Database {
+    /// Reads the orders, activities, push-to-start tokens and budget use of a claimed batch at once.
+    public func pushBatchContext(for items: [OutboxItem], highPrioritySince since: Date) throws(StorageError)
+        -> PushBatchContext
+    {
+        try read { connection in
+            var context = PushBatchContext()
+            let orderStatement = try connection.cached("SELECT \(Self.orderColumns) FROM orders WHERE id = ?")
+            for orderID in Set(items.map(\.orderID)) {
+                if let order = try orderStatement.firstRow([.text(orderID)], Self.decodeOrder) {
+                    context.orders[orderID] = order
+                }
+            }
+            for item in items {
+                switch item.target {
+                case .activity(let activityID):
+                    let key = ActivityKey(orderID: item.orderID, activityID: activityID)
+                    guard context.activities[key] == nil,
+                        let record = try Self.activity(orderID: item.orderID, activityID: activityID, connection)
+                    else { continue }
+                    context.activities[key] = record
+                    context.highPriorityPushes[key] =
+                        try connection.cached(
+                            """
+                            SELECT count(*) FROM push_log WHERE order_id = ? AND target_id = ? AND priority = 10
+                                AND http_status = 200 AND attempted_at >= ?
+                            """
+                        ).firstRow([.text(item.orderID), .text(activityID), .integer(since.storageMilliseconds)]) {
+                            Int($0.int(0) ?? 0)
+                        } ?? 0
+                case .start(let customerID, let deviceID):
+                    let key = DeviceKey(customerID: customerID, deviceID: deviceID)
+                    guard context.pushToStart[key] == nil,
+                        let record = try Self.pushToStart(customerID: customerID, deviceID: deviceID, connection)
+                    else { continue }
+                    context.pushToStart[key] = record
+                }
+            }
+            return context
+        }
+    }
+
+    /// Writes the outcome of a whole batch in one transaction: push log, outbox rows, what each
+    /// activity was sent, and removed tokens.
+    /// - Returns: for each completion, whether its removal removed a token (a newer registration
+    ///   or an earlier removal leaves nothing to remove).
+    @discardableResult
+    public func completePushes(_ completions: [PushCompletion], now: Date) throws(StorageError) -> [Bool] {
+        try write { connection in
+            var removed: [Bool] = []
+            removed.reserveCapacity(completions.count)
+            for completion in completions {
+                if let attempt = completion.attempt { try Self.insertPushLog(attempt, connection) }
+                switch completion.outcome {
+                case .sent: try Self.finish(completion.item.id, state: "sent", error: nil, now: now, connection)
+                case .dead(let reason):
+                    try Self.finish(completion.item.id, state: "dead", error: reason, now: now, connection)
+                case .retry(let at, let error):
+                    try Self.scheduleRetry(completion.item.id, at: at, error: error, now: now, connection)
+                }
+                if let sent = completion.sentState, case .activity(let activityID) = completion.item.target {
+                    try Self.recordSent(
+                        orderID: completion.item.orderID, activityID: activityID, status: sent.status,
+                        fingerprint: sent.fingerprint, timestamp: sent.timestamp, connection)
+                }
+                switch completion.removal {
+                case .activity(let activityID, let reason, let before)?:
+                    removed.append(
+                        try Self.endActivity(
+                            orderID: completion.item.orderID, activityID: activityID, reason: reason, now: now,
+                            onlyIfRegisteredBefore: before, connection))
+                case .pushToStart(let customerID, let deviceID, let before)?:
+                    removed.append(
+                        try Self.deletePushToStart(
+                            customerID: customerID, deviceID: deviceID, onlyIfRegisteredBefore: before, connection))
+                case nil:
+                    removed.append(false)
+                }
+            }
+            return removed
+        }
+    }
+}
