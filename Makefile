@@ -10,7 +10,7 @@ export PATH := $(if $(wildcard /opt/swift/usr/bin),/opt/swift/usr/bin:,)$(PATH)
 APT_PACKAGES := libsqlite3-dev libcurl4-openssl-dev libssl-dev pkg-config ca-certificates openssl
 SWIFT_FORMAT_PATHS := Sources Tests bench Package.swift
 
-.PHONY: help deps test-deps venv build run test lint format clean bench bench-http bench-projection bench-storage bench-push-latency
+.PHONY: help deps test-deps venv build run test lint format clean bench bench-http bench-projection bench-storage bench-push-latency bench-pusher
 
 help:
 	@echo "make run    build (release) and run deliveryd on 127.0.0.1:8080 with data in ./var"
@@ -69,7 +69,7 @@ test: test-deps venv lint
 	swift build --build-tests
 	swift test --skip-build
 
-bench: bench-http bench-projection bench-storage bench-push-latency
+bench: bench-http bench-projection bench-storage bench-push-latency bench-pusher
 
 ## deliveryd against nginx with wrk, and 10,000 idle keep-alive connections.
 bench-http: deps
@@ -87,6 +87,10 @@ bench-storage: deps
 ## Commit-to-APNs latency at light load: deliveryd (release) with the APNs simulator.
 bench-push-latency: deps venv
 	bash bench/push_latency.sh
+
+## Pushes per second through one pusher to nghttpd, a C HTTP/2 sink.
+bench-pusher: deps
+	bash bench/pusher.sh
 
 clean:
 	rm -rf .build

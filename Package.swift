@@ -91,6 +91,13 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
+        .executableTarget(
+            name: "pusher-bench",
+            dependencies: ["Cryptography", "OrderDomain", "Pusher", "Storage", "Telemetry"],
+            path: "bench/pusher",
+            swiftSettings: strictSettings
+        ),
+
         // Helpers shared by the test targets: built executables, loopback sockets.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strictSettings),
 

@@ -180,7 +180,7 @@ extension Database {
         try connection.cached(
             """
             UPDATE outbox SET state = 'superseded', updated_at = ?
-            WHERE order_id = ? AND kind = ? AND target_id = ? AND state = 'pending'
+            WHERE order_id = ? AND kind = ? AND target_id = ? AND state IN ('pending', 'sending') AND state = 'pending'
             """
         ).run([.integer(millis), .text(orderID), .text(target.kind), .text(target.targetID)])
         try connection.cached(
@@ -270,6 +270,23 @@ extension Database {
                 }
             }
             start += batchSize
+        }
+    }
+
+    /// Queues one push for every live activity of `orderIDs`, in one transaction: for benchmarks of
+    /// the pusher that need a large backlog quickly.
+    package func bulkQueuePushes(orderIDs: [String], now: Date) throws(StorageError) {
+        try write { connection in
+            for orderID in orderIDs {
+                let activities = try connection.cached(
+                    "SELECT activity_id FROM activities WHERE order_id = ? AND ended_at IS NULL"
+                ).rows([.text(orderID)]) { $0.text(0) ?? "" }
+                for activity in activities {
+                    try Self.enqueue(
+                        orderID: orderID, eventID: nil, target: .activity(activityID: activity), now: now,
+                        requestID: nil, connection)
+                }
+            }
         }
     }
 }

@@ -3,30 +3,47 @@ public import FoundationEssentials
 extension Database {
     /// Claims up to `limit` due rows for `owner` until `now + lease`, oldest first.
     ///
-    /// A row is due when it is pending and its time has come, or when it was leased and the lease ran
-    /// out (its worker crashed): such rows come back. A target with a row in flight under a live lease
-    /// is skipped, so one activity never has two pushes racing.
+    /// A row is due when it is pending and its time has come. A row whose lease ran out (its worker
+    /// crashed) is first put back as pending (or superseded, when a newer row for its target is
+    /// waiting), so it comes back. A target with a row in flight under a live lease is skipped, so one
+    /// activity never has two pushes racing.
+    ///
+    /// - Note: Each statement names `state IN ('pending', 'sending')` so that SQLite may use the
+    ///   partial index `outbox_open_by_target`, and the lease comparison is written `+lease_until` so
+    ///   that it does not pick `outbox_leased` instead: with a backlog of 100,000 rows the difference
+    ///   is a claim in microseconds against one that scans the backlog.
     public func claimDue(owner: String, now: Date, lease: TimeInterval, limit: Int) throws(StorageError) -> [OutboxItem]
     {
         try write { connection in
             let millis = now.storageMilliseconds
+            try connection.cached(
+                """
+                UPDATE outbox SET state = CASE WHEN EXISTS (
+                        SELECT 1 FROM outbox AS newer
+                        WHERE newer.order_id = outbox.order_id AND newer.kind = outbox.kind
+                          AND newer.target_id = outbox.target_id AND newer.state IN ('pending', 'sending')
+                          AND newer.state = 'pending' AND newer.id > outbox.id)
+                    THEN 'superseded' ELSE 'pending' END,
+                    lease_owner = NULL, lease_until = NULL, updated_at = ?
+                WHERE state = 'sending' AND lease_until <= ?
+                """
+            ).run([.integer(millis), .integer(millis)])
             return try connection.cached(
                 """
                 UPDATE outbox SET state = 'sending', lease_owner = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
                 WHERE id IN (
                     SELECT id FROM outbox AS candidate
-                    WHERE ((state = 'pending' AND due_at <= ?) OR (state = 'sending' AND lease_until <= ?))
+                    WHERE state = 'pending' AND due_at <= ?
                       AND NOT EXISTS (
                           SELECT 1 FROM outbox AS busy
                           WHERE busy.order_id = candidate.order_id AND busy.kind = candidate.kind
-                            AND busy.target_id = candidate.target_id AND busy.state = 'sending'
-                            AND busy.lease_until > ? AND busy.id != candidate.id)
+                            AND busy.target_id = candidate.target_id AND busy.state IN ('pending', 'sending')
+                            AND busy.state = 'sending' AND +busy.lease_until > ?)
                     ORDER BY due_at, id LIMIT ?)
                 RETURNING id, order_id, event_id, kind, target_id, attempts, due_at, created_at, request_id
                 """
             ).rows([
                 .text(owner), .integer(millis + Int64(lease * 1000)), .integer(millis), .integer(millis),
-                .integer(millis),
                 .integer(millis), .integer(Int64(limit)),
             ]) { row in
                 OutboxItem(
@@ -60,7 +77,8 @@ extension Database {
             """
             UPDATE outbox SET state = CASE WHEN EXISTS (
                     SELECT 1 FROM outbox AS newer WHERE newer.order_id = outbox.order_id AND newer.kind = outbox.kind
-                      AND newer.target_id = outbox.target_id AND newer.state = 'pending' AND newer.id > outbox.id)
+                      AND newer.target_id = outbox.target_id AND newer.state IN ('pending', 'sending')
+                      AND newer.state = 'pending' AND newer.id > outbox.id)
                 THEN 'superseded' ELSE 'pending' END,
                 due_at = ?, last_error = ?, lease_owner = NULL, lease_until = NULL, updated_at = ?
             WHERE id = ? AND state = 'sending'

@@ -49,15 +49,26 @@ public final class APNsClient {
     private let multi: UnsafeMutableRawPointer
     private let caFile: String?
     private let timeoutMilliseconds: Int
+    /// Connections opened since start (new TLS handshakes): few, when multiplexing works.
+    public private(set) var connectionsOpened = 0
 
     /// - Parameters:
     ///   - caFile: CA bundle to trust (tests point it at their own CA); `nil` for the system store.
     ///   - timeoutMilliseconds: per request, connection included.
+    ///   - connectionsPerHost: connections to one APNs host at most; requests beyond what their
+    ///     streams allow (each connection takes as many as the server's SETTINGS advertise) wait
+    ///     for a free stream instead of opening more connections.
     /// - Throws: `PusherStartupError` when libcurl lacks HTTP/2 or the multi handle cannot be made.
-    public init(caFile: String? = nil, timeoutMilliseconds: Int = 10_000) throws(PusherStartupError) {
+    public init(caFile: String? = nil, timeoutMilliseconds: Int = 10_000, connectionsPerHost: Int = 8)
+        throws(PusherStartupError)
+    {
         try CurlLibrary.current.requireHTTP2()
         guard let multi = curl_multi_init() else { throw PusherStartupError("curl_multi_init failed") }
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, connectionsPerHost)
+        // Keep the connections of both environments between batches (curl's default cache shrinks
+        // with the handles of a finished batch).
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, connectionsPerHost * 2)
         self.multi = multi
         self.caFile = caFile
         self.timeoutMilliseconds = timeoutMilliseconds
@@ -104,6 +115,9 @@ public final class APNsClient {
                 guard let context else { continue }
                 let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
                 let code = message.pointee.data.result
+                var connects = 0
+                _ = ccurl_easy_getinfo_long(message.pointee.easy_handle, CURLINFO_NUM_CONNECTS, &connects)
+                connectionsOpened += connects
                 results[transfer.index] = Self.response(transfer, code: code)
                 curl_multi_remove_handle(multi, transfer.handle)
                 transfers[transfer.index] = nil

@@ -1,0 +1,73 @@
+import Cryptography
+import Foundation
+import OrderDomain
+import Pusher
+import Storage
+import Telemetry
+
+// Pushes per second through one PushWorker: outbox claim, planning from SQLite, payloads, ES256
+// provider token, HTTP/2 over TLS to a sink, and the push-log and outbox bookkeeping.
+// usage: pusher-bench PUSHES SINK_URL CA_FILE DATA_DIR
+// Prints `pushes_per_s=N p50_ms=X p99_ms=Y connections=C batch=B` last.
+
+let arguments = CommandLine.arguments
+guard arguments.count == 5, let pushCount = Int(arguments[1]) else {
+    FileHandle.standardError.write(Data("usage: pusher-bench PUSHES SINK_URL CA_FILE DATA_DIR\n".utf8))
+    exit(2)
+}
+let sinkURL = arguments[2]
+let database = try Database.open(StorageConfiguration(dataDirectory: arguments[4]))
+let now = Date()
+
+let orders = try (0..<pushCount).map { index -> (Order, OrderEvent) in
+    try OrderDraft(
+        number: "P-\(index)", merchantName: "Bench Merchant", items: [.init(name: "Tea", quantity: 1, price: 2)],
+        customer: .init(id: "c-\(index)", name: "Customer", phone: "+49 30 1234567", locale: "en"),
+        address: "Somewhere 1", payment: .init(method: "cash", brand: nil, last4: nil),
+        estimatedArrival: now.addingTimeInterval(1800), note: nil
+    ).validated(id: "o-\(index)", merchantID: "m-1", by: .admin, at: now)
+}
+try database.bulkInsert(orders, activitiesPerOrder: 1, now: now)
+try database.bulkQueuePushes(orderIDs: orders.map(\.0.id), now: now)
+
+// A throwaway ES256 key: the sink does not verify tokens, but the worker signs them as in production.
+let keyPEM = try String(contentsOfFile: arguments[4] + "/bench-key.pem", encoding: .utf8)
+let client = try APNsClient(caFile: arguments[3])
+let batchSize = Int(ProcessInfo.processInfo.environment["BATCH"] ?? "") ?? PusherConfiguration().batchSize
+let configuration = PusherConfiguration(developmentURL: sinkURL, productionURL: sinkURL, batchSize: batchSize)
+let worker = PushWorker(
+    store: database, sender: client,
+    tokens: ProviderTokenCache(key: try P256SigningKey(pem: keyPEM), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
+    configuration: configuration, metrics: PushMetrics(registry: MetricsRegistry()),
+    logger: Logger(label: "bench", minimumLevel: .error)
+)
+
+let started = Date()
+var finished = 0
+while finished < pushCount {
+    let count = try await worker.runOnce(now: Date())
+    if count == 0 { break }
+    finished += count
+}
+let seconds = Date().timeIntervalSince(started)
+
+var latencies: [Int] = []
+var accepted = 0
+for index in 0..<pushCount {
+    for attempt in try database.pushLog(orderID: "o-\(index)") {
+        if attempt.httpStatus == 200 { accepted += 1 }
+        latencies.append(attempt.latencyMilliseconds ?? 0)
+    }
+}
+latencies.sort()
+guard accepted == pushCount, !latencies.isEmpty else {
+    FileHandle.standardError.write(Data("only \(accepted) of \(pushCount) pushes were accepted\n".utf8))
+    exit(1)
+}
+let depth = try database.outboxDepth().count
+print("pushed \(pushCount) in \(String(format: "%.2f", seconds)) s; outbox left \(depth)")
+print(
+    "pushes_per_s=\(Int(Double(pushCount) / seconds)) p50_ms=\(latencies[latencies.count / 2]) "
+        + "p99_ms=\(latencies[latencies.count * 99 / 100]) connections=\(client.connectionsOpened) "
+        + "batch=\(configuration.batchSize)"
+)
