@@ -2,6 +2,7 @@ public import Foundation
 internal import OrderDomain
 public import Projection
 public import Storage
+import Synchronization
 public import Telemetry
 
 /// Where pushes go and with which credentials.
@@ -44,6 +45,10 @@ public final class PushWorker {
     private let metrics: PushMetrics
     private let logger: Logger
     private var randomness = SystemRandomNumberGenerator()
+    /// Writes batch outcomes off the sending thread, so that both cores work: one sends, one writes.
+    private let bookkeeping = DispatchQueue(label: "pusher.bookkeeping")
+    private let bookkeepingGroup = DispatchGroup()
+    private let bookkeepingFailure = FailureBox()
 
     /// - Parameters:
     ///   - metrics: where sends, failures and latencies are counted (default: a registry of its own).
@@ -82,7 +87,10 @@ public final class PushWorker {
     ) async {
         while !Task.isCancelled {
             do {
-                if try await runOnce(now: Date()) == 0 { await signal.wait(timeout: idlePoll) }
+                if try await runBatch(now: Date(), overlapBookkeeping: true) == 0 {
+                    try finishBookkeeping()
+                    await signal.wait(timeout: idlePoll)
+                }
             } catch {
                 onError(error)
                 try? await Task.sleep(for: .seconds(1))
@@ -99,6 +107,21 @@ public final class PushWorker {
     /// - Throws: `StorageError` when the database fails (the rows' leases bring them back).
     @discardableResult
     public func runOnce(now: Date) async throws -> Int {
+        let count = try await runBatch(now: now, overlapBookkeeping: false)
+        try finishBookkeeping()
+        return count
+    }
+
+    /// Waits for the last batch's outcomes to be written; rethrows the failure of that write.
+    private func finishBookkeeping() throws {
+        bookkeepingGroup.wait()
+        if let failure = bookkeepingFailure.take() { throw failure }
+    }
+
+    /// One batch; with `overlapBookkeeping` its outcomes are written on the bookkeeping queue while
+    /// the caller already claims and sends the next batch (the rows stay leased until then, so no
+    /// other batch takes their activities). One write is outstanding at most.
+    private func runBatch(now: Date, overlapBookkeeping: Bool) async throws -> Int {
         let items = try store.claimDue(
             owner: owner, now: now, lease: configuration.lease, limit: configuration.batchSize)
         guard !items.isEmpty else { return 0 }
@@ -131,7 +154,23 @@ public final class PushWorker {
             }
             if refreshProvider, let tokens, let provider { _ = try await tokens.replaceExpired(provider, now: now) }
         }
-        let removed = try store.completePushes(completions, now: now)
+        try finishBookkeeping()
+        let (store, metrics, failure, finished) = (self.store, self.metrics, self.bookkeepingFailure, completions)
+        bookkeepingGroup.enter()
+        bookkeeping.async { [bookkeepingGroup] in
+            defer { bookkeepingGroup.leave() }
+            do {
+                let removed = try store.completePushes(finished, now: now)
+                Self.countRemovals(finished, removed: removed, metrics: metrics)
+            } catch {
+                failure.store(error)
+            }
+        }
+        if !overlapBookkeeping { try finishBookkeeping() }
+        return items.count
+    }
+
+    private static func countRemovals(_ completions: [PushCompletion], removed: [Bool], metrics: PushMetrics) {
         for (completion, didRemove) in zip(completions, removed) where didRemove {
             if case .activity(_, let reason, _)? = completion.removal {
                 metrics.tokensRemoved.increment([reason == "ended" ? "activity_ended" : reason])
@@ -140,7 +179,6 @@ public final class PushWorker {
                 metrics.tokensRemoved.increment([completion.attempt?.reason ?? "unknown"])
             }
         }
-        return items.count
     }
 
     private enum PlanResult {
@@ -292,4 +330,12 @@ public final class PushWorker {
         case .start(_, let device): "start:" + device
         }
     }
+}
+
+/// The error of the last background write, handed to the worker's next call.
+private final class FailureBox: Sendable {
+    private let error = Mutex<(any Error)?>(nil)
+
+    func store(_ failure: any Error) { error.withLock { $0 = failure } }
+    func take() -> (any Error)? { error.withLock { $0.take() } }
 }

@@ -3,6 +3,7 @@ import Foundation
 import OrderDomain
 import Pusher
 import Storage
+import Synchronization
 import Telemetry
 
 // Pushes per second through one PushWorker: outbox claim, planning from SQLite, payloads, ES256
@@ -32,24 +33,40 @@ try database.bulkQueuePushes(orderIDs: orders.map(\.0.id), now: now)
 
 // A throwaway ES256 key: the sink does not verify tokens, but the worker signs them as in production.
 let keyPEM = try String(contentsOfFile: arguments[4] + "/bench-key.pem", encoding: .utf8)
-let client = try APNsClient(caFile: arguments[3])
+let key = try P256SigningKey(pem: keyPEM)
+let caFile = arguments[3]
 let batchSize = Int(ProcessInfo.processInfo.environment["BATCH"] ?? "") ?? PusherConfiguration().batchSize
 let configuration = PusherConfiguration(developmentURL: sinkURL, productionURL: sinkURL, batchSize: batchSize)
-let worker = PushWorker(
-    store: database, sender: client,
-    tokens: ProviderTokenCache(key: try P256SigningKey(pem: keyPEM), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
-    configuration: configuration, metrics: PushMetrics(registry: MetricsRegistry()),
-    logger: Logger(label: "bench", minimumLevel: .error)
-)
+let connections = Mutex(0)
+let signal = OutboxSignal()
 
+// The worker runs as deliveryd runs it (`run`, with batch writes overlapping the next send).
 let started = Date()
-var finished = 0
-while finished < pushCount {
-    let count = try await worker.runOnce(now: Date())
-    if count == 0 { break }
-    finished += count
+let pusher = Task.detached {
+    do {
+        let client = try APNsClient(caFile: caFile)
+        let worker = PushWorker(
+            store: database, sender: client,
+            tokens: ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
+            configuration: configuration, metrics: PushMetrics(registry: MetricsRegistry()),
+            logger: Logger(label: "bench", minimumLevel: .error)
+        )
+        await worker.run(signal: signal, idlePoll: .milliseconds(20)) { error in
+            FileHandle.standardError.write(Data("batch failed: \(error)\n".utf8))
+        }
+        connections.withLock { $0 = client.connectionsOpened }
+    } catch {
+        FileHandle.standardError.write(Data("cannot start: \(error)\n".utf8))
+        exit(1)
+    }
+}
+signal.notify()
+while try database.outboxDepth().count > 0 {
+    try await Task.sleep(for: .milliseconds(5))
 }
 let seconds = Date().timeIntervalSince(started)
+pusher.cancel()
+await pusher.value
 
 var latencies: [Int] = []
 var accepted = 0
@@ -65,9 +82,10 @@ guard accepted == pushCount, !latencies.isEmpty else {
     exit(1)
 }
 let depth = try database.outboxDepth().count
+let connectionsUsed = connections.withLock { $0 }
 print("pushed \(pushCount) in \(String(format: "%.2f", seconds)) s; outbox left \(depth)")
 print(
     "pushes_per_s=\(Int(Double(pushCount) / seconds)) p50_ms=\(latencies[latencies.count / 2]) "
-        + "p99_ms=\(latencies[latencies.count * 99 / 100]) connections=\(client.connectionsOpened) "
+        + "p99_ms=\(latencies[latencies.count * 99 / 100]) connections=\(connectionsUsed) "
         + "batch=\(configuration.batchSize)"
 )
