@@ -119,7 +119,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PusherTests",
-            dependencies: ["Pusher", "Storage", "OrderDomain", "Projection", "Cryptography", "TestSupport"],
+            dependencies: ["Pusher", "Storage", "OrderDomain", "Projection", "Cryptography", "Telemetry", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

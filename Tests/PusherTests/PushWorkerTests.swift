@@ -3,6 +3,7 @@ import Foundation
 import OrderDomain
 import Pusher
 import Storage
+import Telemetry
 import TestSupport
 import Testing
 
@@ -148,5 +149,78 @@ struct CoalescingTests {
         let expected = Int(roundedUnix - Date.timeIntervalBetween1970AndReferenceDate)
         #expect((records[0]["payload"] as? String)?.contains(#""estimatedArrival":\#(expected)"#) == true)
         #expect(try await worker.runOnce(now: Date()) == 0)
+    }
+}
+
+@Suite("Retries under load", .serialized)
+struct RetryUnderLoadTests {
+    /// 10,000 pushes while APNs answers 30 % of requests with 503 or 429: every live activity gets
+    /// exactly one accepted push, nothing is lost or dead-lettered, and each of 100 dead tokens gets
+    /// its one request and nothing after it.
+    @Test func tenThousandPushesThroughThirtyPercentFailures() async throws {
+        let directory = NSTemporaryDirectory() + "retry-load-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try Database.open(StorageConfiguration(dataDirectory: directory, synchronous: .normal))
+        let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
+        defer { simulator.stop() }
+        let count = 10_000
+        let deadTokens = (0..<100).map { "token-o-\($0 * 100)-0" }
+        var script: [String: [String: Any]] = [
+            "*": ["failure_fraction": 0.3, "failures": [[503, "ServiceUnavailable"], [429, "TooManyRequests"]]]
+        ]
+        for token in deadTokens {
+            script[token] = ["status": 410, "reason": "Unregistered", "timestamp": 4_102_444_800_000]
+        }
+        try simulator.script(script)
+
+        let now = Date()
+        let orders = try (0..<count).map { index in
+            try OrderDraft(
+                number: "L-\(index)", merchantName: "Pizza Roma", items: [.init(name: "Tea", quantity: 1, price: 2)],
+                customer: .init(id: "c-\(index)", name: "Ana", phone: "+49 30 1234567", locale: "en"),
+                address: "Somewhere 1", payment: .init(method: "cash", brand: nil, last4: nil),
+                estimatedArrival: now.addingTimeInterval(1800), note: nil
+            ).validated(id: "o-\(index)", merchantID: "m-1", by: .admin, at: now)
+        }
+        try store.bulkInsert(orders, activitiesPerOrder: 1, now: now)
+        try store.bulkQueuePushes(orderIDs: orders.map(\.0.id), now: now)
+
+        let worker = PushWorker(
+            store: store, sender: try APNsClient(caFile: simulator.caFile),
+            tokens: ProviderTokenCache(
+                key: try P256SigningKey(pem: testKeyPEM), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
+            configuration: PusherConfiguration(
+                developmentURL: simulator.baseURL, productionURL: simulator.baseURL, batchSize: 1000,
+                retryPolicy: RetryPolicy(baseDelay: 0.02, maximumDelay: 0.2)),
+            logger: Logger(label: "test", minimumLevel: .error)
+        )
+        let deadline = Date().addingTimeInterval(600)
+        while try store.outboxDepth().count > 0, Date() < deadline {
+            if try await worker.runOnce(now: Date()) == 0 { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(try store.outboxDepth().count == 0)
+        #expect(try store.deadLetters(limit: 10).isEmpty)
+
+        var requests: [String: [Int]] = [:]
+        for record in try simulator.records() {
+            requests[record["token"] as? String ?? "", default: []].append(record["status"] as? Int ?? 0)
+        }
+        let dead = Set(deadTokens)
+        var failures = 0
+        for index in 0..<count {
+            let token = "token-o-\(index)-0"
+            let statuses = requests[token] ?? []
+            if dead.contains(token) {
+                #expect(statuses == [410], "\(token): \(statuses)")
+            } else {
+                #expect(statuses.last == 200 && statuses.filter { $0 == 200 }.count == 1, "\(token): \(statuses)")
+                #expect(statuses.dropLast().allSatisfy { $0 == 503 || $0 == 429 }, "\(token): \(statuses)")
+                failures += statuses.count - 1
+            }
+        }
+        let share = Double(failures) / Double(requests.values.map(\.count).reduce(0, +))
+        #expect((0.2...0.4).contains(share), "503/429 share \(share)")
+        #expect(try store.activity(orderID: "o-0", activityID: "a0")?.endedReason == "Unregistered")
+        #expect(try store.activity(orderID: "o-1", activityID: "a0")?.lastSentFingerprint != nil)
     }
 }

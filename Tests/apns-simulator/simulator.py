@@ -3,7 +3,9 @@
 Each request to /3/device/<token> is checked (method, path, push type, topic suffix, priority,
 ES256 provider token signature and age, payload size) and recorded as one JSON line in the record
 file. Answers can be scripted per device token through the control file (JSON object mapping a
-token to {"status": N, "reason": "...", "timestamp": ms}); unscripted valid requests get 200.
+token to {"status": N, "reason": "...", "timestamp": ms}); the key "*" may give a random failure mix for
+every other token ({"failure_fraction": 0.3, "failures": [[503, "ServiceUnavailable"], [429, ...]]});
+unscripted valid requests get 200.
 
 usage: simulator.py --port N --cert CERT --key KEY --public-key PEM --record FILE [--control FILE]
 """
@@ -11,6 +13,7 @@ import argparse
 import asyncio
 import base64
 import json
+import random
 import time
 import uuid
 
@@ -37,9 +40,16 @@ class Simulator:
             return None
         try:
             with open(self.control_path) as control:
-                return json.load(control).get(token)
+                answers = json.load(control)
         except (OSError, ValueError):
             return None
+        if token in answers:
+            return answers[token]
+        default = answers.get("*")
+        if default and random.random() < default.get("failure_fraction", 0):
+            status, reason = random.choice(default["failures"])
+            return {"status": status, "reason": reason}
+        return None
 
     def check_token(self, authorization):
         if not authorization.startswith("bearer "):
