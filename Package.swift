@@ -119,7 +119,9 @@ let package = Package(
         ),
         .testTarget(
             name: "PusherTests",
-            dependencies: ["Pusher", "Storage", "OrderDomain", "Projection", "Cryptography", "Telemetry", "TestSupport"],
+            dependencies: [
+                "Pusher", "Storage", "OrderDomain", "Projection", "Cryptography", "Telemetry", "TestSupport",
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

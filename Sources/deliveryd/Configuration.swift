@@ -24,6 +24,7 @@ struct Configuration: Sendable {
     var maxConnections = 20_000
     var requestTimeoutSeconds = 10
     var idleTimeoutSeconds = 60
+    var pushLeaseSeconds = 30
 
     /// One setting: its flag, its environment variable, its help line, and how to apply a value.
     struct Setting: Sendable {
@@ -181,6 +182,11 @@ struct Configuration: Sendable {
         integerSetting(
             flag: "--idle-timeout", environment: "DELIVERYD_IDLE_TIMEOUT", range: 1...3600,
             help: "seconds an idle keep-alive connection is kept (default 60)", keyPath: \.idleTimeoutSeconds
+        ),
+        integerSetting(
+            flag: "--push-lease", environment: "DELIVERYD_PUSH_LEASE", range: 1...600,
+            help: "seconds a claimed push belongs to its worker; after a crash it is sent again then (default 30)",
+            keyPath: \.pushLeaseSeconds
         ),
     ]
 

@@ -219,7 +219,7 @@ if let keyFile = configuration.apnsKeyFile {
 }
 let pusherConfiguration = PusherConfiguration(
     developmentURL: configuration.apnsDevelopmentURL, productionURL: configuration.apnsProductionURL,
-    projection: projectionConfiguration
+    lease: Double(configuration.pushLeaseSeconds), projection: projectionConfiguration
 )
 let pushMetrics = PushMetrics(registry: registry)
 

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import TestSupport
 
 /// The built `deliveryd` executable, started as a child process on a free port with its own data dir.
@@ -57,6 +58,12 @@ final class DeliverydProcess {
         process.waitUntilExit()
         if !keepData { try? FileManager.default.removeItem(atPath: dataDirectory) }
         return process.terminationStatus
+    }
+
+    /// Kills the process with SIGKILL, as a crash or the OOM killer would; the data stays.
+    func crash() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
     }
 
     /// Everything the process wrote to standard output (read after it stopped).

@@ -96,6 +96,12 @@ package final class APNsSimulator {
         }
     }
 
+    /// Tokens of requests with a scripted delay, as they arrived (before being answered).
+    package func arrivals() -> [String] {
+        let text = (try? String(contentsOfFile: directory + "/record.jsonl.arrivals", encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").map(String.init)
+    }
+
     private static func accepts(port: UInt16) -> Bool {
         guard let fd = connectLoopback(port: port) else { return false }
         close(fd)

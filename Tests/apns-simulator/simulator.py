@@ -4,7 +4,8 @@ Each request to /3/device/<token> is checked (method, path, push type, topic suf
 ES256 provider token signature and age, payload size) and recorded as one JSON line in the record
 file. Answers can be scripted per device token through the control file (JSON object mapping a
 token to {"status": N, "reason": "...", "timestamp": ms}); the key "*" may give a random failure mix for
-every other token ({"failure_fraction": 0.3, "failures": [[503, "ServiceUnavailable"], [429, ...]]});
+every other token ({"failure_fraction": 0.3, "failures": [[503, "ServiceUnavailable"], [429, ...]]}) and
+a delay for the others ({"delay_ms": 3000});
 unscripted valid requests get 200.
 
 usage: simulator.py --port N --cert CERT --key KEY --public-key PEM --record FILE [--control FILE]
@@ -46,10 +47,12 @@ class Simulator:
         if token in answers:
             return answers[token]
         default = answers.get("*")
-        if default and random.random() < default.get("failure_fraction", 0):
+        if not default:
+            return None
+        if random.random() < default.get("failure_fraction", 0):
             status, reason = random.choice(default["failures"])
             return {"status": status, "reason": reason}
-        return None
+        return {"status": 200, "delay_ms": default.get("delay_ms", 0)}
 
     def check_token(self, authorization):
         if not authorization.startswith("bearer "):
@@ -107,7 +110,11 @@ class Simulator:
             status, reason = script.get("status", 200), script.get("reason")
             if "timestamp" in script:
                 extra["timestamp"] = script["timestamp"]
-            await asyncio.sleep(script.get("delay_ms", 0) / 1000)
+            if script.get("delay_ms"):
+                # Delayed answers are announced on arrival, so a test can see requests in flight.
+                with open(self.record_path + ".arrivals", "a") as arrivals:
+                    arrivals.write(token + "\n")
+                await asyncio.sleep(script["delay_ms"] / 1000)
         apns_id = headers.get("apns-id") or str(uuid.uuid4())
         with open(self.record_path, "a") as record:
             record.write(json.dumps({
