@@ -12,6 +12,7 @@ public struct PushMetrics: Sendable {
     let activityEvents: Counter
     let changeToAnswer: Histogram
     let apnsRoundTrip: Histogram
+    let environmentPauses: Counter
 
     public init(registry: MetricsRegistry) {
         pushes = registry.counter(
@@ -25,6 +26,10 @@ public struct PushMetrics: Sendable {
             "deliveryd_tokens_removed_total", help: "Push tokens removed because APNs or the lifetime ended them.",
             labels: ["reason"])
         activityEvents = Self.activityEvents(registry)
+        environmentPauses = registry.counter(
+            "deliveryd_apns_environment_pauses_total",
+            help: "Times sending to an APNs environment was paused because APNs refused our credentials or topic.",
+            labels: ["environment", "reason"])
         changeToAnswer = registry.histogram(
             "deliveryd_push_latency_seconds", help: "From the committed change to the APNs answer of its push.",
             buckets: Self.latencyBuckets)

@@ -15,13 +15,21 @@ public struct PusherConfiguration: Sendable {
     public var lease: TimeInterval
     public var retryPolicy: RetryPolicy
     public var projection: ProjectionConfiguration
+    /// How long an environment is paused after APNs refused our credentials or topic (doubling, up to
+    /// `maximumPause`, while it keeps refusing).
+    public var firstPause: TimeInterval
+    public var maximumPause: TimeInterval
 
-    /// Defaults: Apple's hosts, 500 rows a batch, 30 s lease, `RetryPolicy()`, `ProjectionConfiguration()`.
+    /// Defaults: Apple's hosts, 500 rows a batch, 30 s lease, `RetryPolicy()`, `ProjectionConfiguration()`,
+    /// pauses of 30 s doubling up to 10 minutes.
     public init(
         developmentURL: String = "https://api.sandbox.push.apple.com",
         productionURL: String = "https://api.push.apple.com", batchSize: Int = 500, lease: TimeInterval = 30,
-        retryPolicy: RetryPolicy = RetryPolicy(), projection: ProjectionConfiguration = ProjectionConfiguration()
+        retryPolicy: RetryPolicy = RetryPolicy(), projection: ProjectionConfiguration = ProjectionConfiguration(),
+        firstPause: TimeInterval = 30, maximumPause: TimeInterval = 600
     ) {
+        self.firstPause = firstPause
+        self.maximumPause = maximumPause
         self.developmentURL = developmentURL
         self.productionURL = productionURL
         self.batchSize = batchSize
@@ -49,6 +57,10 @@ public final class PushWorker {
     private let bookkeeping = DispatchQueue(label: "pusher.bookkeeping")
     private let bookkeepingGroup = DispatchGroup()
     private let bookkeepingFailure = FailureBox()
+    /// Environments whose credentials or topic APNs refused: nothing is sent to them until then.
+    private var pausedUntil: [PushEnvironment: Date] = [:]
+    /// The next pause of each environment: doubles while APNs keeps refusing, reset by a success.
+    private var nextPause: [PushEnvironment: TimeInterval] = [:]
 
     /// - Parameters:
     ///   - metrics: where sends, failures and latencies are counted (default: a registry of its own).
@@ -204,6 +216,9 @@ public final class PushWorker {
                 )
                 switch try planner.planUpdate(order: order, activity: activityContext, now: now) {
                 case .send(let push):
+                    if let until = pausedUntil[activity.environment], until > now {
+                        return .finish(PushCompletion(item: item, outcome: .retry(at: until, error: "environment_paused")))
+                    }
                     return .send(
                         Planned(
                             item: item, push: push, environment: activity.environment, token: activity.pushToken,
@@ -222,6 +237,9 @@ public final class PushWorker {
                 }
                 switch try planner.planStart(order: order, bundleID: device.bundleID, now: now) {
                 case .send(let push):
+                    if let until = pausedUntil[device.environment], until > now {
+                        return .finish(PushCompletion(item: item, outcome: .retry(at: until, error: "environment_paused")))
+                    }
                     return .send(
                         Planned(
                             item: item, push: push, environment: device.environment, token: device.pushToken,
@@ -302,14 +320,41 @@ public final class PushWorker {
         case .refreshTokenAndRetry:
             refresh = true
             completion.outcome = retryOutcome(item, reason: reason, now: now)
-        case .retry, .pauseEnvironment:
+        case .retry:
             completion.outcome = retryOutcome(item, reason: reason, now: now)
+        case .pauseEnvironment:
+            let until = pause(entry.environment, reason: reason, now: now)
+            completion.outcome =
+                configuration.retryPolicy.isExhausted(firstAttempt: item.createdAt, now: now)
+                ? .dead(reason: "gave up: \(reason)") : .retry(at: until, error: reason)
         }
+        if case .delivered = action { nextPause[entry.environment] = nil }
         if case .retry = completion.outcome { metrics.pushes.increment([event, "retried"]) }
         if case .dead = completion.outcome, action != .deadLetter {
             metrics.pushes.increment([event, "dead_lettered"])
         }
         return (completion, refresh)
+    }
+
+    /// Pauses an environment after APNs refused our configuration; returns when sending resumes.
+    ///
+    /// Sending on would only burn the queue into failures: the rows wait (their retry deadline still
+    /// runs, after which they become dead letters an admin can replay once the setting is fixed).
+    private func pause(_ environment: PushEnvironment, reason: String, now: Date) -> Date {
+        if let until = pausedUntil[environment], until > now { return until }
+        let length = nextPause[environment] ?? configuration.firstPause
+        nextPause[environment] = min(length * 2, configuration.maximumPause)
+        let until = now.addingTimeInterval(length)
+        pausedUntil[environment] = until
+        metrics.environmentPauses.increment([environment.rawValue, reason])
+        logger.error(
+            "apns.environment_paused",
+            [
+                "apns.environment": .string(environment.rawValue), "apns.reason": .string(reason),
+                "pause.seconds": .number(length),
+                "note": "APNs refused the provider token, key or topic: check the APNs settings; pushes wait",
+            ])
+        return until
     }
 
     /// The next attempt's time, or a dead letter past the retry deadline.

@@ -224,3 +224,61 @@ struct RetryUnderLoadTests {
         #expect(try store.activity(orderID: "o-1", activityID: "a0")?.lastSentFingerprint != nil)
     }
 }
+
+@Suite("Paused environment", .serialized)
+struct EnvironmentPauseTests {
+    /// APNs refusing our topic pauses that environment: its rows wait without being sent while the
+    /// other environment goes on; after the pause they are tried again, and the pause is counted.
+    @Test func configurationErrorPausesOneEnvironment() async throws {
+        let directory = NSTemporaryDirectory() + "pause-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try Database.open(StorageConfiguration(dataDirectory: directory))
+        let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
+        defer { simulator.stop() }
+        try simulator.script(["refused-token": ["status": 400, "reason": "BadTopic"]])
+        let now = Date()
+        for (index, (token, environment)) in [
+            ("refused-token", PushEnvironment.development), ("waiting-token", .development),
+            ("other-env-token", .production),
+        ].enumerated() {
+            try createOrder(in: store, id: "o-\(index)", number: "A-\(index)", at: now)
+            _ = try store.registerActivity(
+                orderID: "o-\(index)", activityID: "a", pushToken: token, environment: environment,
+                bundleID: "com.example.app", now: now)
+        }
+        let registry = MetricsRegistry()
+        let worker = PushWorker(
+            store: store, sender: try APNsClient(caFile: simulator.caFile),
+            tokens: ProviderTokenCache(
+                key: try P256SigningKey(pem: testKeyPEM), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
+            configuration: PusherConfiguration(developmentURL: simulator.baseURL, productionURL: simulator.baseURL),
+            metrics: PushMetrics(registry: registry), logger: Logger(label: "test", minimumLevel: .error)
+        )
+        func change(_ status: OrderStatus, at time: Date) throws {
+            for index in 0..<3 {
+                _ = try store.change(orderID: "o-\(index)", now: time) { order throws(OrderError) in
+                    try order.applying(StatusChange(status: status), by: .admin, at: time)
+                }
+            }
+        }
+        try change(.preparing, at: now)
+        #expect(try await worker.runOnce(now: now) == 3)
+        #expect(try simulator.records().count == 3)
+
+        let later = now.addingTimeInterval(5)
+        try change(.pickup, at: later)
+        #expect(try await worker.runOnce(now: later) == 3)
+        let afterPause = try simulator.records()
+        #expect(afterPause.count == 4, "only the production push went out during the pause")
+        #expect(afterPause.last?["token"] as? String == "other-env-token")
+        #expect(try store.outboxDepth().count == 2)
+
+        let resumed = now.addingTimeInterval(31)
+        #expect(try await worker.runOnce(now: resumed) == 2)
+        #expect(try simulator.records().count == 6)
+        #expect(try store.deadLetters(limit: 10).isEmpty)
+        #expect(
+            registry.prometheusText().contains(
+                #"deliveryd_apns_environment_pauses_total{environment="development",reason="BadTopic"} 2"#))
+    }
+}

@@ -66,6 +66,9 @@ public final class APNsClient {
         guard let multi = curl_multi_init() else { throw PusherStartupError("curl_multi_init failed") }
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, connectionsPerHost)
+        // Streams per connection: the lower of this and what the server's SETTINGS advertise (APNs
+        // announces up to 1,000 once a connection is authenticated).
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, 1000)
         // Keep the connections of both environments between batches (curl's default cache shrinks
         // with the handles of a finished batch).
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, connectionsPerHost * 2)
