@@ -217,7 +217,8 @@ public final class PushWorker {
                 switch try planner.planUpdate(order: order, activity: activityContext, now: now) {
                 case .send(let push):
                     if let until = pausedUntil[activity.environment], until > now {
-                        return .finish(PushCompletion(item: item, outcome: .retry(at: until, error: "environment_paused")))
+                        return .finish(
+                            PushCompletion(item: item, outcome: .retry(at: until, error: "environment_paused")))
                     }
                     return .send(
                         Planned(
@@ -238,7 +239,8 @@ public final class PushWorker {
                 switch try planner.planStart(order: order, bundleID: device.bundleID, now: now) {
                 case .send(let push):
                     if let until = pausedUntil[device.environment], until > now {
-                        return .finish(PushCompletion(item: item, outcome: .retry(at: until, error: "environment_paused")))
+                        return .finish(
+                            PushCompletion(item: item, outcome: .retry(at: until, error: "environment_paused")))
                     }
                     return .send(
                         Planned(
