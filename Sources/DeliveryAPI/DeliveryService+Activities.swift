@@ -109,7 +109,13 @@ extension DeliveryService {
             let valid =
                 RegistrationLimits.bundleIDLength.contains(bundleID.utf8.count)
                 && bundleID.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-") }
-            if !valid { reader.fail("bundleId", "must be a bundle id such as com.example.app") }
+            if !valid {
+                reader.fail("bundleId", "must be a bundle id such as com.example.app")
+            } else if let known = configuration.knownBundleIDs, !known.contains(bundleID) {
+                reader.fail(
+                    "bundleId", "is not an app deliveryd has an APNs key for: " + known.sorted().joined(separator: ", ")
+                )
+            }
         } else {
             reader.fail("bundleId", "is required: no default app is configured")
         }

@@ -14,15 +14,20 @@ public struct DeliveryServiceConfiguration: Sendable {
     public var defaultBundleID: String?
     /// How long a response is replayed for its `Idempotency-Key`.
     public var idempotencyLifetime: TimeInterval
+    /// The apps deliveryd has APNs keys for; a registration naming another app is refused (its pushes
+    /// could never be delivered). `nil` accepts any app (the log sender).
+    public var knownBundleIDs: Set<String>?
 
     /// - Parameters:
     ///   - projection: default `ProjectionConfiguration()`.
     ///   - defaultBundleID: default none.
     ///   - idempotencyLifetime: default 24 hours.
+    ///   - knownBundleIDs: default `nil`: any app.
     public init(
         projection: ProjectionConfiguration = ProjectionConfiguration(), defaultBundleID: String? = nil,
-        idempotencyLifetime: TimeInterval = 86_400
+        idempotencyLifetime: TimeInterval = 86_400, knownBundleIDs: Set<String>? = nil
     ) {
+        self.knownBundleIDs = knownBundleIDs
         self.projection = projection
         self.defaultBundleID = defaultBundleID
         self.idempotencyLifetime = idempotencyLifetime

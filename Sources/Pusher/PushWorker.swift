@@ -47,6 +47,8 @@ public final class PushWorker {
     private let store: any DeliveryStore
     private let sender: any PushSender
     private let tokens: ProviderTokenCache?
+    /// Keys of further apps (white-label builds), by bundle id; other apps use `tokens`.
+    private let appTokens: [String: ProviderTokenCache]
     private let configuration: PusherConfiguration
     private let planner: PushPlanner
     private let owner: String
@@ -63,11 +65,13 @@ public final class PushWorker {
     private var nextPause: [PushEnvironment: TimeInterval] = [:]
 
     /// - Parameters:
+    ///   - tokens: the provider tokens of the default app's key; `nil` with a sender that needs none.
+    ///   - appTokens: the keys of further apps by bundle id: each activity is pushed with its app's key.
     ///   - metrics: where sends, failures and latencies are counted (default: a registry of its own).
     ///   - logger: failures at warning, each accepted push at debug, with the request id behind it.
     public init(
         store: any DeliveryStore, sender: any PushSender, tokens: ProviderTokenCache?,
-        configuration: PusherConfiguration,
+        appTokens: [String: ProviderTokenCache] = [:], configuration: PusherConfiguration,
         owner: String = "pusher-\(getpid())", metrics: PushMetrics = PushMetrics(registry: MetricsRegistry()),
         logger: Logger = Logger(label: "pusher")
     ) {
@@ -76,6 +80,7 @@ public final class PushWorker {
         self.store = store
         self.sender = sender
         self.tokens = tokens
+        self.appTokens = appTokens
         self.configuration = configuration
         self.planner = PushPlanner(configuration: configuration.projection)
         self.owner = owner
@@ -87,6 +92,7 @@ public final class PushWorker {
         let environment: PushEnvironment
         let token: String
         let registeredAt: Date
+        let bundleID: String
     }
 
     /// Drains the outbox until the task is cancelled: a batch whenever `signal` fires, and at least
@@ -147,24 +153,32 @@ public final class PushWorker {
             }
         }
         if !planned.isEmpty {
-            let provider = try await tokens?.token(now: now)
+            // One provider token per app key in the batch, minted or reused by its cache.
+            var providers: [String: ProviderToken] = [:]
+            for bundleID in Set(planned.map(\.bundleID)) {
+                if let cache = appTokens[bundleID] ?? tokens { providers[bundleID] = try await cache.token(now: now) }
+            }
             let requests = planned.map { entry in
                 APNsRequest(
                     baseURL: entry.environment == .development
                         ? configuration.developmentURL : configuration.productionURL,
                     deviceToken: entry.token, topic: entry.push.headers.topic, priority: entry.push.headers.priority,
                     expiration: entry.push.headers.expiration, collapseID: entry.push.headers.collapseID,
-                    payload: entry.push.payload, providerToken: provider?.compact ?? ""
+                    payload: entry.push.payload, providerToken: providers[entry.bundleID]?.compact ?? ""
                 )
             }
             let responses = sender.send(requests)
-            var refreshProvider = false
+            var expired = Set<String>()
             for (entry, response) in zip(planned, responses) {
                 let (completion, refresh) = complete(entry, with: response, now: now)
                 completions.append(completion)
-                refreshProvider = refreshProvider || refresh
+                if refresh { expired.insert(entry.bundleID) }
             }
-            if refreshProvider, let tokens, let provider { _ = try await tokens.replaceExpired(provider, now: now) }
+            for bundleID in expired {
+                if let cache = appTokens[bundleID] ?? tokens, let provider = providers[bundleID] {
+                    _ = try await cache.replaceExpired(provider, now: now)
+                }
+            }
         }
         try finishBookkeeping()
         let (store, metrics, failure, finished) = (self.store, self.metrics, self.bookkeepingFailure, completions)
@@ -223,7 +237,7 @@ public final class PushWorker {
                     return .send(
                         Planned(
                             item: item, push: push, environment: activity.environment, token: activity.pushToken,
-                            registeredAt: activity.registeredAt))
+                            registeredAt: activity.registeredAt, bundleID: activity.bundleID))
                 case .skip(.activityExpired):
                     return .finish(
                         PushCompletion(
@@ -245,7 +259,7 @@ public final class PushWorker {
                     return .send(
                         Planned(
                             item: item, push: push, environment: device.environment, token: device.pushToken,
-                            registeredAt: device.registeredAt))
+                            registeredAt: device.registeredAt, bundleID: device.bundleID))
                 case .skip:
                     return .finish(PushCompletion(item: item, outcome: .sent))
                 }

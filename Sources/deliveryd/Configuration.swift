@@ -25,6 +25,16 @@ struct Configuration: Sendable {
     var requestTimeoutSeconds = 10
     var idleTimeoutSeconds = 60
     var pushLeaseSeconds = 30
+    /// Further apps with keys of their own: bundle id → key file, key id, team id.
+    var apnsApps: [AppKey] = []
+
+    /// The APNs key of one more app (a white-label build).
+    struct AppKey: Sendable, Equatable {
+        let bundleID: String
+        let keyFile: String
+        let keyID: String
+        let teamID: String
+    }
 
     /// One setting: its flag, its environment variable, its help line, and how to apply a value.
     struct Setting: Sendable {
@@ -85,6 +95,29 @@ struct Configuration: Sendable {
             flag: "--apns-topic", environment: "APNS_TOPIC", placeholder: "BUNDLE_ID",
             help: "bundle id of the default iOS app", isSecret: false,
             apply: { config, value throws(ConfigurationError) in config.apnsTopic = value }, current: { $0.apnsTopic }
+        ),
+        Setting(
+            flag: "--apns-apps", environment: "APNS_APPS", placeholder: "BUNDLE=KEY_FILE:KEY_ID:TEAM_ID,…",
+            help: "further apps (white-label builds), each with its own key; activities name their app",
+            isSecret: false,
+            apply: { config, value throws(ConfigurationError) in
+                var apps: [AppKey] = []
+                for entry in value.split(separator: ",") {
+                    let sides = entry.split(separator: "=", maxSplits: 1).map(String.init)
+                    let parts = sides.count == 2 ? sides[1].split(separator: ":").map(String.init) : []
+                    guard sides.count == 2, !sides[0].isEmpty, parts.count == 3, !parts.contains(where: \.isEmpty)
+                    else {
+                        throw .invalid(
+                            "--apns-apps", value, "expected BUNDLE_ID=KEY_FILE:KEY_ID:TEAM_ID, comma-separated")
+                    }
+                    apps.append(AppKey(bundleID: sides[0], keyFile: parts[0], keyID: parts[1], teamID: parts[2]))
+                }
+                config.apnsApps = apps
+            },
+            current: {
+                $0.apnsApps.isEmpty
+                    ? nil : $0.apnsApps.map { "\($0.bundleID) (key \($0.keyID))" }.joined(separator: ", ")
+            }
         ),
         Setting(
             flag: "--apns-development-url", environment: "APNS_DEVELOPMENT_URL", placeholder: "URL",

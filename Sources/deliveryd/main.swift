@@ -142,7 +142,9 @@ let outboxSignal = OutboxSignal()
 let service = DeliveryService(
     store: storage,
     configuration: DeliveryServiceConfiguration(
-        projection: projectionConfiguration, defaultBundleID: configuration.apnsTopic),
+        projection: projectionConfiguration, defaultBundleID: configuration.apnsTopic,
+        knownBundleIDs: configuration.apnsKeyFile == nil && configuration.apnsApps.isEmpty
+            ? nil : Set([configuration.apnsTopic].compactMap { $0 } + configuration.apnsApps.map(\.bundleID))),
     outboxSignal: outboxSignal, registry: registry, logger: Logger(label: "api", minimumLevel: configuration.logLevel)
 )
 let accessLogger = Logger(label: "http", minimumLevel: configuration.logLevel)
@@ -203,16 +205,30 @@ do {
 logger.info("http.listening", ["url.full": .string("http://\(server.boundAddress)")])
 
 let signingKey: P256SigningKey?
-if let keyFile = configuration.apnsKeyFile {
-    do {
-        signingKey = try P256SigningKey(pem: String(contentsOfFile: keyFile, encoding: .utf8))
-    } catch {
-        logger.error("apns.key_unusable", ["file.path": .string(keyFile), "error": .string("\(error)")])
-        exit(1)
+let appKeys: [(bundleID: String, key: P256SigningKey, keyID: String, teamID: String)]
+do {
+    signingKey = try configuration.apnsKeyFile.map {
+        try P256SigningKey(pem: String(contentsOfFile: $0, encoding: .utf8))
     }
-    logger.info("pusher.started", ["pusher.sender": "apns", "apns.key_id": .string(configuration.apnsKeyID ?? "")])
+    appKeys = try configuration.apnsApps.map { app in
+        (
+            app.bundleID, try P256SigningKey(pem: String(contentsOfFile: app.keyFile, encoding: .utf8)), app.keyID,
+            app.teamID
+        )
+    }
+} catch {
+    logger.error("apns.key_unusable", ["error": .string("\(error)")])
+    exit(1)
+}
+let usesAPNs = signingKey != nil || !appKeys.isEmpty
+if usesAPNs {
+    logger.info(
+        "pusher.started",
+        [
+            "pusher.sender": "apns", "apns.key_id": .string(configuration.apnsKeyID ?? ""),
+            "apns.apps": .string(appKeys.map(\.bundleID).joined(separator: ",")),
+        ])
 } else {
-    signingKey = nil
     logger.info(
         "pusher.started",
         ["pusher.sender": "log", "note": "no APNs key: pushes are recorded in the push log, not delivered"])
@@ -227,19 +243,26 @@ let pushMetrics = PushMetrics(registry: registry)
 Task.detached {
     let sender: any PushSender
     var tokens: ProviderTokenCache?
-    if let signingKey, let keyID = configuration.apnsKeyID, let teamID = configuration.apnsTeamID {
+    var appTokens: [String: ProviderTokenCache] = [:]
+    if usesAPNs {
         do {
             sender = try APNsClient(caFile: configuration.apnsCAFile)
         } catch {
             logger.error("pusher.start_failed", ["error": .string("\(error)")])
             exit(1)
         }
-        tokens = ProviderTokenCache(key: signingKey, keyID: keyID, teamID: teamID)
+        if let signingKey, let keyID = configuration.apnsKeyID, let teamID = configuration.apnsTeamID {
+            tokens = ProviderTokenCache(key: signingKey, keyID: keyID, teamID: teamID)
+        }
+        for app in appKeys {
+            appTokens[app.bundleID] = ProviderTokenCache(key: app.key, keyID: app.keyID, teamID: app.teamID)
+        }
     } else {
         sender = LogSender()
     }
     let worker = PushWorker(
-        store: storage, sender: sender, tokens: tokens, configuration: pusherConfiguration, metrics: pushMetrics,
+        store: storage, sender: sender, tokens: tokens, appTokens: appTokens, configuration: pusherConfiguration,
+        metrics: pushMetrics,
         logger: Logger(label: "pusher", minimumLevel: configuration.logLevel))
     await worker.run(signal: outboxSignal) { error in
         logger.error("pusher.batch_failed", ["error": .string("\(error)")])

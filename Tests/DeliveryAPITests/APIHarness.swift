@@ -11,6 +11,13 @@ final class APIHarness {
     let router: Router
     let now = Date()
 
+    /// A harness over another configuration's router and store (the caller removes its files).
+    init(router: Router, store: Database) throws {
+        directory = NSTemporaryDirectory() + "api-unused-" + UUID().uuidString
+        self.store = store
+        self.router = router
+    }
+
     init() throws {
         directory = NSTemporaryDirectory() + "api-" + UUID().uuidString
         store = try Database.open(StorageConfiguration(dataDirectory: directory))

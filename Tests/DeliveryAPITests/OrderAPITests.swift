@@ -1,3 +1,4 @@
+import DeliveryAPI
 import Foundation
 import HTTPServer
 import OrderDomain
@@ -170,6 +171,36 @@ struct CredentialAPITests {
             json: ["pushToken": "cccccccccccccccccccccccccccccccc", "environment": "production"])
         #expect(closed.status == 409 && closed.errorCode == "order_closed")
         #expect(try api.store.activity(orderID: order.id, activityID: "act-2") == nil)
+    }
+}
+
+@Suite("Apps with APNs keys")
+struct KnownAppsTests {
+    /// With APNs keys configured, an activity of an app deliveryd has no key for is refused up front.
+    @Test func unknownAppIsRefused() throws {
+        let directory = NSTemporaryDirectory() + "apps-api-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try Database.open(StorageConfiguration(dataDirectory: directory))
+        try store.upsertAPIKey(Credentials.configuredAdminKey(APIHarness.adminKey, now: Date()))
+        let router = DeliveryService(
+            store: store,
+            configuration: DeliveryServiceConfiguration(
+                defaultBundleID: "com.example.app", knownBundleIDs: ["com.example.app", "com.whitelabel.app"])
+        ).router()
+        let api = try APIHarness(router: router, store: store)
+        let merchant = try api.key("merchant", merchant: "m-1")
+        let order = try api.createOrder(merchant, number: "A-1")
+        let path = "/v1/orders/\(order.id)/activities/a"
+        let token = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+        for (bundle, status) in [("com.whitelabel.app", 200), ("com.unknown.app", 422)] {
+            let reply = try api.send(
+                "PUT", path, as: order.token,
+                json: ["pushToken": token, "environment": "production", "bundleId": bundle])
+            #expect(reply.status == status, "\(bundle): \(String(decoding: reply.body, as: UTF8.self))")
+        }
+        #expect(
+            try api.send("PUT", path, as: order.token, json: ["pushToken": token, "environment": "production"]).status
+                == 200)
     }
 }
 

@@ -28,6 +28,8 @@ struct ExecutableTests {
             (["--date-encoding", "iso"], [:], "--date-encoding"),
             (["--apns-key-file", "/tmp/k.p8"], [:], "--apns-key-id"),
             ([], ["DELIVERYD_DISMISSAL_DELAY": "-5"], "DELIVERYD_DISMISSAL_DELAY"),
+            (["--apns-apps", "com.example.app=/keys/a.p8:KEYID"], [:], "--apns-apps"),
+            ([], ["APNS_APPS": "com.example.app"], "APNS_APPS"),
         ] as [([String], [String: String], String)])
     func badConfigurationFailsLoudly(arguments: [String], environment: [String: String], named: String) throws {
         let (status, _, errors) = try DeliverydProcess.run(arguments, environment: environment)

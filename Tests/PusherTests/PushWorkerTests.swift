@@ -282,3 +282,45 @@ struct EnvironmentPauseTests {
                 #"deliveryd_apns_environment_pauses_total{environment="development",reason="BadTopic"} 2"#))
     }
 }
+
+@Suite("Several apps in one pusher", .serialized)
+struct SeveralAppsTests {
+    /// Each activity is pushed with its own app's topic and key: the white-label app's key is only
+    /// good for its topic (the simulator refuses it elsewhere, as APNs does), and both pushes pass.
+    @Test func eachAppUsesItsKey() async throws {
+        let directory = NSTemporaryDirectory() + "apps-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try Database.open(StorageConfiguration(dataDirectory: directory))
+        let simulator = try APNsSimulator(
+            publicKeyOf: testKeyPEM,
+            appKeys: [(keyID: "WHITE12345", bundleID: "com.whitelabel.app", privateKeyPEM: secondTestKeyPEM)])
+        defer { simulator.stop() }
+        let now = Date()
+        for (index, bundle) in ["com.example.app", "com.whitelabel.app"].enumerated() {
+            try createOrder(in: store, id: "o-\(index)", number: "A-\(index)", at: now)
+            _ = try store.registerActivity(
+                orderID: "o-\(index)", activityID: "a", pushToken: "token-\(index)", environment: .development,
+                bundleID: bundle, now: now)
+            _ = try store.change(orderID: "o-\(index)", now: now) { order throws(OrderError) in
+                try order.applying(StatusChange(status: .preparing), by: .admin, at: now)
+            }
+        }
+        let worker = PushWorker(
+            store: store, sender: try APNsClient(caFile: simulator.caFile),
+            tokens: ProviderTokenCache(
+                key: try P256SigningKey(pem: testKeyPEM), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
+            appTokens: [
+                "com.whitelabel.app": ProviderTokenCache(
+                    key: try P256SigningKey(pem: secondTestKeyPEM), keyID: "WHITE12345", teamID: "WHITETEAM1")
+            ],
+            configuration: PusherConfiguration(developmentURL: simulator.baseURL, productionURL: simulator.baseURL),
+            logger: Logger(label: "test", minimumLevel: .error)
+        )
+        #expect(try await worker.runOnce(now: now) == 2)
+        let records = try simulator.records().sorted { ($0["token"] as? String ?? "") < ($1["token"] as? String ?? "") }
+        try #require(records.count == 2)
+        #expect(records.map { $0["status"] as? Int } == [200, 200], "\(records.map { $0["reason"] ?? "" })")
+        let topics = records.map { ($0["headers"] as? [String: String])?["apns-topic"] }
+        #expect(topics == ["com.example.app.push-type.liveactivity", "com.whitelabel.app.push-type.liveactivity"])
+    }
+}

@@ -4,6 +4,15 @@ package import Foundation
     import Glibc
 #endif
 
+/// A second P-256 key for tests only: the key of another (white-label) app.
+package let secondTestKeyPEM = """
+    -----BEGIN PRIVATE KEY-----
+    MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQghdXQYUuPcrHMOJjd
+    vPbcgK3O4w2ANN/ma6x5giFHISChRANCAARUs0KyluxFgjg96qf1/IyOwrWL2aKq
+    WKCiEIFHPXaKtMcA5Cm7T9lQKhUrLT5XacYREl6gFH13KfJWCWanqcCA
+    -----END PRIVATE KEY-----
+    """
+
 /// A P-256 key for tests only: the simulator verifies provider tokens signed with it.
 package let testKeyPEM = """
     -----BEGIN PRIVATE KEY-----
@@ -29,7 +38,12 @@ package final class APNsSimulator {
     package var caFile: String { directory + "/ca.pem" }
     package var controlFile: String { directory + "/control.json" }
 
-    package init(publicKeyOf privateKeyPEM: String) throws {
+    /// - Parameters:
+    ///   - privateKeyPEM: the key whose tokens verify for any topic.
+    ///   - appKeys: keys bound to one app each, as APNs binds a key to its team's apps.
+    package init(
+        publicKeyOf privateKeyPEM: String, appKeys: [(keyID: String, bundleID: String, privateKeyPEM: String)] = []
+    ) throws {
         directory = NSTemporaryDirectory() + "apns-sim-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try privateKeyPEM.write(toFile: directory + "/signing.pem", atomically: true, encoding: .utf8)
@@ -48,18 +62,25 @@ package final class APNsSimulator {
                 -extfile san.ext 2>/dev/null
             """
         )
+        var appKeyArguments: [String] = []
+        for (index, appKey) in appKeys.enumerated() {
+            try appKey.privateKeyPEM.write(toFile: directory + "/app-\(index).pem", atomically: true, encoding: .utf8)
+            try Self.shell("cd '\(directory)' && openssl pkey -in app-\(index).pem -pubout -out app-\(index).pub")
+            appKeyArguments += ["--app-key", "\(appKey.keyID):\(appKey.bundleID):\(directory)/app-\(index).pub"]
+        }
         port = UInt16.random(in: 41_000...59_000)
         let python = Self.repositoryRoot.appendingPathComponent(".venv/bin/python").path
         guard FileManager.default.isExecutableFile(atPath: python) else {
             throw SimulatorError("no test virtualenv at \(python): run `make test`, which creates it")
         }
         process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [
-            Self.repositoryRoot.appendingPathComponent("Tests/apns-simulator/simulator.py").path,
-            "--port", String(port), "--cert", directory + "/server.pem", "--key", directory + "/server.key",
-            "--public-key", directory + "/signing.pub", "--record", directory + "/record.jsonl",
-            "--control", controlFile,
-        ]
+        process.arguments =
+            [
+                Self.repositoryRoot.appendingPathComponent("Tests/apns-simulator/simulator.py").path,
+                "--port", String(port), "--cert", directory + "/server.pem", "--key", directory + "/server.key",
+                "--public-key", directory + "/signing.pub", "--record", directory + "/record.jsonl",
+                "--control", controlFile,
+            ] + appKeyArguments
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         for _ in 0..<200 {

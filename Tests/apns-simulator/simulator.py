@@ -9,6 +9,7 @@ a delay for the others ({"delay_ms": 3000});
 unscripted valid requests get 200.
 
 usage: simulator.py --port N --cert CERT --key KEY --public-key PEM --record FILE [--control FILE]
+                    [--app-key KID:BUNDLE_ID:PEM ...]   (a key bound to one app's topic)
 """
 import argparse
 import asyncio
@@ -31,8 +32,11 @@ def b64url_decode(text):
 
 
 class Simulator:
-    def __init__(self, public_key, record_path, control_path):
+    def __init__(self, public_key, record_path, control_path, app_keys=None):
         self.public_key = public_key
+        # key id -> (public key, bundle id): a provider token with this kid verifies with that key only,
+        # and only for that app's topic, as APNs binds a key to its team's apps.
+        self.app_keys = app_keys or {}
         self.record_path = record_path
         self.control_path = control_path
 
@@ -54,7 +58,7 @@ class Simulator:
             return {"status": status, "reason": reason}
         return {"status": 200, "delay_ms": default.get("delay_ms", 0)}
 
-    def check_token(self, authorization):
+    def check_token(self, authorization, topic=""):
         if not authorization.startswith("bearer "):
             return "MissingProviderToken"
         parts = authorization[7:].split(".")
@@ -69,8 +73,15 @@ class Simulator:
         if header.get("alg") != "ES256" or len(raw) != 64 or not isinstance(claims.get("iat"), int):
             return "InvalidProviderToken"
         signature = encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big"))
+        public_key = self.public_key
+        if header.get("kid") in self.app_keys:
+            public_key, bundle = self.app_keys[header["kid"]]
+            if topic != bundle + ".push-type.liveactivity":
+                return "TopicDisallowed"
+        elif any(topic == bundle + ".push-type.liveactivity" for _, bundle in self.app_keys.values()):
+            return "TopicDisallowed"  # an app with a key of its own takes no other key
         try:
-            self.public_key.verify(signature, f"{parts[0]}.{parts[1]}".encode(), ec.ECDSA(hashes.SHA256()))
+            public_key.verify(signature, f"{parts[0]}.{parts[1]}".encode(), ec.ECDSA(hashes.SHA256()))
         except InvalidSignature:
             return "InvalidProviderToken"
         if time.time() - claims["iat"] > 3600:
@@ -94,8 +105,8 @@ class Simulator:
             status, reason = 405, "MethodNotAllowed"
         elif not token:
             status, reason = 404, "BadPath"
-        elif (auth := self.check_token(headers.get("authorization", ""))) is not None:
-            status, reason = 403, auth
+        elif (auth := self.check_token(headers.get("authorization", ""), headers.get("apns-topic", ""))) is not None:
+            status, reason = (400 if auth == "TopicDisallowed" else 403), auth
         elif headers.get("apns-push-type") != "liveactivity":
             status, reason = 400, "InvalidPushType"
         elif not headers.get("apns-topic", "").endswith(".push-type.liveactivity"):
@@ -137,9 +148,15 @@ def main():
     parser.add_argument("--public-key", required=True)
     parser.add_argument("--record", required=True)
     parser.add_argument("--control")
+    parser.add_argument("--app-key", action="append", default=[], help="KID:BUNDLE_ID:PUBLIC_KEY_PEM")
     arguments = parser.parse_args()
     with open(arguments.public_key, "rb") as pem:
         public_key = serialization.load_pem_public_key(pem.read())
+    app_keys = {}
+    for entry in arguments.app_key:
+        kid, bundle, path = entry.split(":", 2)
+        with open(path, "rb") as pem:
+            app_keys[kid] = (serialization.load_pem_public_key(pem.read()), bundle)
     config = Config()
     config.bind = [f"127.0.0.1:{arguments.port}"]
     config.certfile = arguments.cert
@@ -147,7 +164,7 @@ def main():
     config.alpn_protocols = ["h2"]
     config.keep_alive_max_requests = 10**9
     config.loglevel = "WARNING"
-    asyncio.run(serve(Simulator(public_key, arguments.record, arguments.control), config))
+    asyncio.run(serve(Simulator(public_key, arguments.record, arguments.control, app_keys), config))
 
 
 if __name__ == "__main__":
