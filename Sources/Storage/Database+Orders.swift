@@ -211,7 +211,14 @@ extension Database {
     }
 
     static func decodeOrder(_ row: SQLiteRow) throws -> Order {
-        let items = try JSONDecoder().decode([StoredItem].self, from: Data((row.text(4) ?? "[]").utf8))
+        try decodeOrder(row, withItems: true)
+    }
+
+    /// - Parameter withItems: `false` leaves `items` empty, for readers that never show them (the
+    ///   pusher's projection): decoding the items' JSON is most of the cost of reading an order.
+    static func decodeOrder(_ row: SQLiteRow, withItems: Bool) throws -> Order {
+        let items =
+            withItems ? try JSONDecoder().decode([StoredItem].self, from: Data((row.text(4) ?? "[]").utf8)) : []
         guard let status = OrderStatus(rawValue: row.text(14) ?? "") else {
             throw StorageError("order \(row.text(0) ?? "?") has an unknown status \(row.text(14) ?? "")")
         }

@@ -24,6 +24,9 @@ public struct DeviceKey: Hashable, Sendable {
 }
 
 /// Everything the pusher reads to plan a claimed batch, read in one transaction.
+///
+/// - Note: Its orders carry no `items`: the projection never reads them, and decoding them was most
+///   of the cost of planning a batch.
 public struct PushBatchContext: Sendable {
     public var orders: [String: Order] = [:]
     public var activities: [ActivityKey: ActivityRecord] = [:]
@@ -88,7 +91,9 @@ extension Database {
             var context = PushBatchContext()
             let orderStatement = try connection.cached("SELECT \(Self.orderColumns) FROM orders WHERE id = ?")
             for orderID in Set(items.map(\.orderID)) {
-                if let order = try orderStatement.firstRow([.text(orderID)], Self.decodeOrder) {
+                if let order = try orderStatement.firstRow(
+                    [.text(orderID)], { try Self.decodeOrder($0, withItems: false) })
+                {
                     context.orders[orderID] = order
                 }
             }

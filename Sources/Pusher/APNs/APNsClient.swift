@@ -154,7 +154,7 @@ public final class APNsClient {
             }
         }
         return APNsResponse(
-            status: transfer.status, reason: reason, apnsID: transfer.responseHeaders["apns-id"], timestamp: timestamp,
+            status: transfer.status, reason: reason, apnsID: transfer.apnsID, timestamp: timestamp,
             transportError: nil, latencySeconds: latency
         )
     }

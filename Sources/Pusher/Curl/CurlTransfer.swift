@@ -9,7 +9,8 @@ final class CurlTransfer {
     private var headerList: UnsafeMutablePointer<curl_slist>?
     let index: Int
     var responseBody: [UInt8] = []
-    var responseHeaders: [String: String] = [:]
+    /// The `apns-id` header of the answer.
+    var apnsID: String?
     let started = DispatchTime.now()
 
     /// - Throws: `PusherStartupError` if libcurl refuses an option (an old or odd build).
@@ -69,16 +70,21 @@ final class CurlTransfer {
         guard let data, let context else { return 0 }
         let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
         let length = size * count
-        let line = data.withMemoryRebound(to: UInt8.self, capacity: length) {
-            String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
-        }
-        if let colon = line.firstIndex(of: ":") {
-            let name = line[..<colon].lowercased()
-            transfer.responseHeaders[name] = line[line.index(after: colon)...].trimmingCharacters(
-                in: .whitespacesAndNewlines)
+        // Only `apns-id` is kept: matching on bytes spares a string per header line of every answer.
+        let prefix = apnsIDPrefix
+        data.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
+            let line = UnsafeBufferPointer(start: bytes, count: length)
+            guard length > prefix.count,
+                zip(line.prefix(prefix.count), prefix).allSatisfy({ $0 | 0x20 == $1 || $0 == $1 })
+            else { return }
+            let value = line[prefix.count...].drop { $0 == UInt8(ascii: " ") }
+            let trimmed = value.prefix { $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: "\n") }
+            transfer.apnsID = String(decoding: trimmed, as: UTF8.self)
         }
         return length
     }
+
+    private static let apnsIDPrefix = Array("apns-id:".utf8)
 }
 
 /// A failure below HTTP: no answer from APNs (connection refused, TLS, timeout, reset).
