@@ -51,6 +51,8 @@ public final class APNsClient {
     private let timeoutMilliseconds: Int
     /// Connections opened since start (new TLS handshakes): few, when multiplexing works.
     public private(set) var connectionsOpened = 0
+    /// Transfers of earlier batches, kept to be reused: their handles need no setting up again.
+    private var idleTransfers: [CurlTransfer] = []
 
     /// - Parameters:
     ///   - caFile: CA bundle to trust (tests point it at their own CA); `nil` for the system store.
@@ -92,11 +94,16 @@ public final class APNsClient {
                 "apns-expiration: \(Int(request.expiration.timeIntervalSince1970))", "content-type: application/json",
             ]
             if let collapseID = request.collapseID { headers.append("apns-collapse-id: \(collapseID)") }
-            do {
-                let transfer = try CurlTransfer(
+            do throws(APNsTransportError) {
+                let transfer: CurlTransfer
+                if let idle = idleTransfers.popLast() {
+                    transfer = idle
+                } else {
+                    transfer = try CurlTransfer(caFile: caFile, timeoutMilliseconds: timeoutMilliseconds)
+                }
+                try transfer.prepare(
                     index: index, url: request.baseURL + "/3/device/" + request.deviceToken, headers: headers,
-                    body: request.payload, caFile: caFile, timeoutMilliseconds: timeoutMilliseconds
-                )
+                    body: request.payload)
                 transfers[index] = transfer
                 curl_multi_add_handle(multi, transfer.handle)
             } catch {
@@ -124,6 +131,7 @@ public final class APNsClient {
                 results[transfer.index] = Self.response(transfer, code: code)
                 curl_multi_remove_handle(multi, transfer.handle)
                 transfers[transfer.index] = nil
+                if idleTransfers.count < 4096 { idleTransfers.append(transfer) }
                 inFlight -= 1
             }
             if inFlight > 0 { curl_multi_poll(multi, nil, 0, 100, nil) }

@@ -1,33 +1,28 @@
 internal import CCurl
 internal import Foundation
 
-/// One HTTP/2 POST on a curl easy handle; owns the handle, its header list and the response buffers.
+/// One HTTP/2 POST at a time on a curl easy handle; owns the handle, its header list and the
+/// response buffers. The client reuses transfers across requests: the options that never change are
+/// set once, and `prepare` sets a request's URL, headers and body.
 ///
 /// Lives only on the thread that drives the multi handle (not `Sendable`).
 final class CurlTransfer {
     let handle: UnsafeMutableRawPointer
     private var headerList: UnsafeMutablePointer<curl_slist>?
-    let index: Int
-    var responseBody: [UInt8] = []
+    private(set) var index = 0
+    private(set) var responseBody: [UInt8] = []
     /// The `apns-id` header of the answer.
-    var apnsID: String?
-    let started = DispatchTime.now()
+    private(set) var apnsID: String?
+    private(set) var started = DispatchTime.now()
 
-    /// - Throws: `PusherStartupError` if libcurl refuses an option (an old or odd build).
-    init(index: Int, url: String, headers: [String], body: [UInt8], caFile: String?, timeoutMilliseconds: Int)
-        throws(APNsTransportError)
-    {
+    /// - Throws: `APNsTransportError` if libcurl refuses an option (an old or odd build).
+    init(caFile: String?, timeoutMilliseconds: Int) throws(APNsTransportError) {
         guard let handle = curl_easy_init() else { throw APNsTransportError("curl_easy_init failed") }
         self.handle = handle
-        self.index = index
-        for header in headers { headerList = curl_slist_append(headerList, header) }
         let me = Unmanaged.passUnretained(self).toOpaque()
         var codes: [CURLcode] = [
-            ccurl_easy_setopt_pointer(handle, CURLOPT_URL, url),
             ccurl_easy_setopt_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)),
             ccurl_easy_setopt_long(handle, CURLOPT_POST, 1),
-            ccurl_easy_setopt_long(handle, CURLOPT_POSTFIELDSIZE, body.count),
-            ccurl_easy_setopt_pointer(handle, CURLOPT_HTTPHEADER, headerList),
             ccurl_easy_setopt_long(handle, CURLOPT_PIPEWAIT, 1),
             ccurl_easy_setopt_long(handle, CURLOPT_TIMEOUT_MS, timeoutMilliseconds),
             ccurl_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1),
@@ -37,8 +32,28 @@ final class CurlTransfer {
             ccurl_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, me),
             ccurl_easy_setopt_pointer(handle, CURLOPT_PRIVATE, me),
         ]
-        codes.append(body.withUnsafeBytes { ccurl_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) })
         if let caFile { codes.append(ccurl_easy_setopt_pointer(handle, CURLOPT_CAINFO, caFile)) }
+        if let failed = codes.first(where: { $0 != CURLE_OK }) {
+            curl_easy_cleanup(handle)
+            throw APNsTransportError("curl_easy_setopt: \(String(cString: curl_easy_strerror(failed)))")
+        }
+    }
+
+    /// Points the transfer at its next request and clears the last answer.
+    func prepare(index: Int, url: String, headers: [String], body: [UInt8]) throws(APNsTransportError) {
+        self.index = index
+        responseBody.removeAll(keepingCapacity: true)
+        apnsID = nil
+        started = DispatchTime.now()
+        curl_slist_free_all(headerList)
+        headerList = nil
+        for header in headers { headerList = curl_slist_append(headerList, header) }
+        let codes: [CURLcode] = [
+            ccurl_easy_setopt_pointer(handle, CURLOPT_URL, url),
+            ccurl_easy_setopt_pointer(handle, CURLOPT_HTTPHEADER, headerList),
+            ccurl_easy_setopt_long(handle, CURLOPT_POSTFIELDSIZE, body.count),
+            body.withUnsafeBytes { ccurl_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) },
+        ]
         if let failed = codes.first(where: { $0 != CURLE_OK }) {
             throw APNsTransportError("curl_easy_setopt: \(String(cString: curl_easy_strerror(failed)))")
         }
