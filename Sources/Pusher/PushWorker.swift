@@ -59,6 +59,8 @@ public final class PushWorker {
     private let bookkeeping = DispatchQueue(label: "pusher.bookkeeping")
     private let bookkeepingGroup = DispatchGroup()
     private let bookkeepingFailure = FailureBox()
+    /// The last batch's outcomes, written once the next batch is claimed (see `runBatch`).
+    private var heldCompletions: (completions: [PushCompletion], now: Date)?
     /// Environments whose credentials or topic APNs refused: nothing is sent to them until then.
     private var pausedUntil: [PushEnvironment: Date] = [:]
     /// The next pause of each environment: doubles while APNs keeps refusing, reset by a success.
@@ -106,7 +108,7 @@ public final class PushWorker {
         while !Task.isCancelled {
             do {
                 if try await runBatch(now: Date(), overlapBookkeeping: true) == 0 {
-                    try finishBookkeeping()
+                    try flushBookkeeping()
                     await signal.wait(timeout: idlePoll)
                 }
             } catch {
@@ -126,8 +128,17 @@ public final class PushWorker {
     @discardableResult
     public func runOnce(now: Date) async throws -> Int {
         let count = try await runBatch(now: now, overlapBookkeeping: false)
-        try finishBookkeeping()
+        try flushBookkeeping()
         return count
+    }
+
+    /// Writes the outcomes still held back and waits for them; rethrows the failure of the write.
+    private func flushBookkeeping() throws {
+        if let held = heldCompletions {
+            heldCompletions = nil
+            try submit(held.completions, now: held.now)
+        }
+        try finishBookkeeping()
     }
 
     /// Waits for the last batch's outcomes to be written; rethrows the failure of that write.
@@ -136,12 +147,17 @@ public final class PushWorker {
         if let failure = bookkeepingFailure.take() { throw failure }
     }
 
-    /// One batch; with `overlapBookkeeping` its outcomes are written on the bookkeeping queue while
-    /// the caller already claims and sends the next batch (the rows stay leased until then, so no
-    /// other batch takes their activities). One write is outstanding at most.
+    /// One batch. With `overlapBookkeeping` its outcomes are held back, and written on the
+    /// bookkeeping queue right after the next batch is claimed, while that batch is planned and sent:
+    /// the claim never waits behind the write, and the write runs on the other core. The rows stay
+    /// leased until written, so the next claim skips their activities. One write is outstanding at most.
     private func runBatch(now: Date, overlapBookkeeping: Bool) async throws -> Int {
         let items = try store.claimDue(
             owner: owner, now: now, lease: configuration.lease, limit: configuration.batchSize)
+        if let held = heldCompletions {
+            heldCompletions = nil
+            try submit(held.completions, now: held.now)
+        }
         guard !items.isEmpty else { return 0 }
         let context = try store.pushBatchContext(for: items, highPrioritySince: now.addingTimeInterval(-3600))
         var completions: [PushCompletion] = []
@@ -180,20 +196,29 @@ public final class PushWorker {
                 }
             }
         }
+        if overlapBookkeeping {
+            heldCompletions = (completions, now)
+        } else {
+            try submit(completions, now: now)
+            try finishBookkeeping()
+        }
+        return items.count
+    }
+
+    /// Hands a batch's outcomes to the bookkeeping queue, after the previous write finished.
+    private func submit(_ completions: [PushCompletion], now: Date) throws {
         try finishBookkeeping()
-        let (store, metrics, failure, finished) = (self.store, self.metrics, self.bookkeepingFailure, completions)
+        let (store, metrics, failure) = (self.store, self.metrics, self.bookkeepingFailure)
         bookkeepingGroup.enter()
         bookkeeping.async { [bookkeepingGroup] in
             defer { bookkeepingGroup.leave() }
             do {
-                let removed = try store.completePushes(finished, now: now)
-                Self.countRemovals(finished, removed: removed, metrics: metrics)
+                let removed = try store.completePushes(completions, now: now)
+                Self.countRemovals(completions, removed: removed, metrics: metrics)
             } catch {
                 failure.store(error)
             }
         }
-        if !overlapBookkeeping { try finishBookkeeping() }
-        return items.count
     }
 
     private static func countRemovals(_ completions: [PushCompletion], removed: [Bool], metrics: PushMetrics) {

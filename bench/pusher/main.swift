@@ -61,8 +61,10 @@ let pusher = Task.detached {
     }
 }
 signal.notify()
+// Counting the backlog costs a scan of it: look every 50 ms (≤ 2 % of a 3 s run), not more often,
+// so that the watching does not take the worker's CPU.
 while try database.outboxDepth().count > 0 {
-    try await Task.sleep(for: .milliseconds(5))
+    try await Task.sleep(for: .milliseconds(50))
 }
 let seconds = Date().timeIntervalSince(started)
 pusher.cancel()
