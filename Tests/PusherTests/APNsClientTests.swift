@@ -104,3 +104,33 @@ struct APNsClientTests {
         )
     }
 }
+
+@Suite("APNs connection loss", .serialized)
+struct ConnectionLossTests {
+    /// The APNs peer dies under the client's kept connection and comes back: the next batch fails
+    /// with transport errors (which the worker retries) or reconnects at once, and the client keeps
+    /// working without being rebuilt.
+    @Test func clientReconnectsAfterThePeerDied() throws {
+        let key = try P256SigningKey(pem: testKeyPEM)
+        let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
+        defer { simulator.stop() }
+        let jwt = try ProviderToken(keyID: "ABC123DEFG", teamID: "DEF123GHIJ", issuedAt: Date(), key: key).compact
+        let client = try APNsClient(caFile: simulator.caFile, timeoutMilliseconds: 3000)
+        func batch(_ prefix: String) -> [APNsResponse] {
+            client.send(
+                (0..<10).map {
+                    APNsRequest(
+                        baseURL: simulator.baseURL, deviceToken: "\(prefix)-\($0)",
+                        topic: "com.example.app.push-type.liveactivity", priority: 5,
+                        expiration: Date().addingTimeInterval(600), collapseID: nil,
+                        payload: Array(#"{"aps":{"event":"update","timestamp":1}}"#.utf8), providerToken: jwt)
+                })
+        }
+        #expect(batch("before").allSatisfy { $0.status == 200 })
+        try simulator.restart()
+        let during = batch("during")
+        #expect(during.allSatisfy { $0.status == 200 || ($0.status == nil && $0.transportError != nil) })
+        #expect(batch("after").allSatisfy { $0.status == 200 })
+        #expect(client.connectionsOpened >= 2)
+    }
+}

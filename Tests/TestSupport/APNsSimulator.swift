@@ -27,7 +27,7 @@ package let testKeyPEM = """
 package final class APNsSimulator {
     package let directory: String
     package let port: UInt16
-    package let process = Process()
+    package private(set) var process = Process()
 
     package static var repositoryRoot: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -81,6 +81,10 @@ package final class APNsSimulator {
                 "--public-key", directory + "/signing.pub", "--record", directory + "/record.jsonl",
                 "--control", controlFile,
             ] + appKeyArguments
+        try launch()
+    }
+
+    private func launch() throws {
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         for _ in 0..<200 {
@@ -89,6 +93,20 @@ package final class APNsSimulator {
         }
         stop()
         throw SimulatorError("the simulator did not start listening on \(port)")
+    }
+
+    /// Kills the simulator (its clients' connections break mid-stream, as on a network reset) and
+    /// starts it again on the same port with the same certificates, record and script.
+    package func restart() throws {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        let next = Process()
+        next.executableURL = process.executableURL
+        next.arguments = process.arguments
+        process = next
+        try launch()
     }
 
     deinit { stop() }
