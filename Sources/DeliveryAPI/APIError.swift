@@ -73,6 +73,7 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
         if !details.isEmpty { error["details"] = .object(details) }
         var response = HTTPResponse.json(status, JSONValue.object(["error": .object(error)]).encoded)
         if status == 401 { response.headers.append(("WWW-Authenticate", #"Bearer realm="deliveryd""#)) }
+        if status == 503 { response.headers.append(("Retry-After", "5")) }
         return response
     }
 
@@ -122,8 +123,13 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
     init(_ error: StorageError) {
         if let domain = error.domainError {
             self.init(domain)
-        } else if error.isFull || error.isBusy {
-            self.init(503, .internal, "the service cannot store this now; retry later")
+        } else if error.isFull {
+            self.init(
+                503, .internal, "the database disk is full: nothing was stored; retry later",
+                details: ["reason": "disk_full"])
+        } else if error.isBusy {
+            self.init(
+                503, .internal, "the database is busy: nothing was stored; retry later", details: ["reason": "busy"])
         } else {
             self = .internalError()
         }

@@ -5,6 +5,7 @@ import HTTPServer
 import Projection
 import Pusher
 import Storage
+import Synchronization
 import Telemetry
 
 #if canImport(Glibc)
@@ -125,11 +126,16 @@ pruneTimer.resume()
 /// Moves committed pages from the WAL into the database file every second, off the request path.
 let checkpointTimer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
 checkpointTimer.schedule(deadline: .now() + 1, repeating: 1)
+/// Whether the last checkpoint failed: a full disk would otherwise log an error every second.
+let checkpointFailing = Atomic<Bool>(false)
 checkpointTimer.setEventHandler {
     do {
         try storage.checkpoint()
+        if checkpointFailing.exchange(false, ordering: .relaxed) { logger.info("storage.checkpoint_recovered") }
     } catch {
-        logger.error("storage.checkpoint_failed", ["error": .string("\(error)")])
+        if !checkpointFailing.exchange(true, ordering: .relaxed) {
+            logger.error("storage.checkpoint_failed", ["error": .string("\(error)")])
+        }
     }
 }
 checkpointTimer.resume()
