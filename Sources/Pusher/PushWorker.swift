@@ -101,7 +101,8 @@ public final class PushWorker {
     /// every `idlePoll` for retries that fall due.
     ///
     /// A failed batch is logged through `onError` and retried a second later; its rows come back
-    /// when their leases expire, so nothing is lost.
+    /// when their leases expire, so nothing is lost. Cancelling the task stops it after the batch in
+    /// hand, with that batch's outcomes written.
     public func run(
         signal: OutboxSignal, idlePoll: Duration = .seconds(1), onError: @Sendable (any Error) -> Void
     ) async {
@@ -116,6 +117,8 @@ public final class PushWorker {
                 try? await Task.sleep(for: .seconds(1))
             }
         }
+        // Stopping: the last batch's outcomes are written before returning.
+        do { try flushBookkeeping() } catch { onError(error) }
     }
 
     /// Processes one batch of due rows; returns how many rows it finished or rescheduled.

@@ -182,12 +182,29 @@ HTTPMetrics.register(
 
 signal(SIGTERM, SIG_IGN)
 signal(SIGINT, SIG_IGN)
+/// The push worker's task, so that a stop can let it finish its batch first.
+final class PusherHandle: Sendable {
+    let task = Mutex<Task<Void, Never>?>(nil)
+    let finished = DispatchSemaphore(value: 0)
+}
+let pusherHandle = PusherHandle()
+
+/// Stops in reverse order of start: the HTTP server finishes the requests in flight and closes,
+/// then the pusher finishes its batch and writes its outcomes (what is still queued is sent by the
+/// next start), then the process exits.
 let stopSignals = [SIGTERM, SIGINT].map { DispatchSource.makeSignalSource(signal: $0, queue: .main) }
 for source in stopSignals {
     source.setEventHandler {
         logger.info("service.stopping", ["reason": "signal"])
         DispatchQueue.global().async {
             server.shutdown()
+            logger.info("http.stopped")
+            if let task = pusherHandle.task.withLock({ $0 }) {
+                task.cancel()
+                if pusherHandle.finished.wait(timeout: .now() + 15) == .timedOut {
+                    logger.warning("pusher.stop_timeout", ["note": "leased pushes are sent again after the lease"])
+                }
+            }
             logger.info("service.stopped")
             exit(0)
         }
@@ -246,7 +263,8 @@ let pusherConfiguration = PusherConfiguration(
 let pushMetrics = PushMetrics(registry: registry)
 
 /// The push worker drains the outbox; a crash or stop mid-batch loses nothing (leases expire).
-Task.detached {
+let pusherTask = Task.detached {
+    defer { pusherHandle.finished.signal() }
     let sender: any PushSender
     var tokens: ProviderTokenCache?
     var appTokens: [String: ProviderTokenCache] = [:]
@@ -274,4 +292,5 @@ Task.detached {
         logger.error("pusher.batch_failed", ["error": .string("\(error)")])
     }
 }
+pusherHandle.task.withLock { $0 = pusherTask }
 dispatchMain()
