@@ -95,6 +95,17 @@ package final class APNsSimulator {
         throw SimulatorError("the simulator did not start listening on \(port)")
     }
 
+    /// Kills the simulator: from now on connections to its port are refused (an outage).
+    package func pause() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    /// Ends an outage: the simulator listens again on the same port, with the same record and script.
+    package func resume() throws { try restart() }
+
     /// Kills the simulator (its clients' connections break mid-stream, as on a network reset) and
     /// starts it again on the same port with the same certificates, record and script.
     package func restart() throws {

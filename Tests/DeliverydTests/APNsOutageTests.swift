@@ -1,0 +1,79 @@
+import Foundation
+import TestSupport
+import Testing
+
+@Suite("APNs outage", .serialized)
+struct APNsOutageTests {
+    static let adminKey = "outage-admin-key-0123456789"
+
+    /// APNs is unreachable for a few seconds while ETAs keep changing: the queue holds the changes,
+    /// /metrics shows the backlog and the transport failures, and once APNs is back each activity gets
+    /// one push of its newest state (the backlog drains coalesced); nothing is lost.
+    @Test func backlogDrainsCoalescedAfterTheOutage() throws {
+        let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
+        defer { simulator.stop() }
+        let server = try DeliverydProcess(extraArguments: [
+            "--admin-key", Self.adminKey, "--access-log", "off",
+            "--apns-key-file", simulator.directory + "/signing.pem", "--apns-key-id", "ABC123DEFG",
+            "--apns-team-id", "DEF123GHIJ", "--apns-topic", "com.example.app",
+            "--apns-development-url", simulator.baseURL, "--apns-production-url", simulator.baseURL,
+            "--apns-ca-file", simulator.caFile,
+        ])
+        defer { _ = server.stop() }
+        try LoopbackHTTP.waitUntilHealthy(port: server.port)
+        let eta = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 / 60).rounded(.down) * 60 + 1800)
+        var orders: [(id: String, token: String)] = []
+        for index in 0..<5 {
+            let created = try LoopbackHTTP.send(
+                port: server.port, "POST", "/v1/orders", bearer: Self.adminKey,
+                json: EndToEndTests.orderBody("U-\(index)", customer: "c-\(index)", eta: eta)
+                    .merging(["merchantId": "m-1"]) { own, _ in own })
+            let id = (created.json["order"] as? [String: Any])?["id"] as? String ?? ""
+            let token = String(format: "%064x", 2000 + index)
+            #expect(
+                try LoopbackHTTP.send(
+                    port: server.port, "PUT", "/v1/orders/\(id)/activities/a",
+                    bearer: created.json["trackingToken"] as? String,
+                    json: ["pushToken": token, "environment": "production"]
+                ).status == 200)
+            orders.append((id, token))
+        }
+
+        simulator.pause()
+        for step in 1...4 {
+            for order in orders {
+                let moved = eta.addingTimeInterval(Double(step) * 300).formatted(.iso8601)
+                #expect(
+                    try LoopbackHTTP.send(
+                        port: server.port, "PATCH", "/v1/orders/\(order.id)/eta", bearer: Self.adminKey,
+                        json: ["estimatedArrival": moved]
+                    ).status == 200)
+            }
+        }
+        usleep(1_500_000)
+        let during = EndToEndTests.samples(
+            try LoopbackHTTP.send(port: server.port, "GET", "/metrics", bearer: Self.adminKey).text)
+        #expect((during["deliveryd_outbox_depth"] ?? 0) == Double(orders.count), "one waiting push per activity")
+        #expect((during[#"deliveryd_push_failures_total{reason="transport"}"#] ?? 0) >= 1)
+
+        try simulator.resume()
+        let lastETA = Int(eta.addingTimeInterval(1200).timeIntervalSinceReferenceDate)
+        let deadline = Date().addingTimeInterval(40)
+        var delivered: [String: [String]] = [:]
+        repeat {
+            usleep(250_000)
+            delivered = [:]
+            for record in try simulator.records() where record["status"] as? Int == 200 {
+                delivered[record["token"] as? String ?? "", default: []].append(record["payload"] as? String ?? "")
+            }
+        } while delivered.count < orders.count && Date() < deadline
+        for order in orders {
+            let payloads = delivered[order.token] ?? []
+            #expect(payloads.count == 1, "\(order.token): \(payloads.count) pushes")
+            #expect(payloads.first?.contains("\"estimatedArrival\":\(lastETA)") == true, "the newest ETA")
+        }
+        let after = EndToEndTests.samples(
+            try LoopbackHTTP.send(port: server.port, "GET", "/metrics", bearer: Self.adminKey).text)
+        #expect(after["deliveryd_outbox_depth"] == 0 && after["deliveryd_dead_letters"] == 0)
+    }
+}
