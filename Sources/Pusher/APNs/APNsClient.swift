@@ -86,10 +86,19 @@ public final class APNsClient {
     /// Sends a batch and waits for every answer; results come back in the order of `requests`.
     public func send(_ requests: [APNsRequest]) -> [APNsResponse] {
         var results = [APNsResponse?](repeating: nil, count: requests.count)
+        var authorizationLines: [String: String] = [:]
         var transfers: [Int: CurlTransfer] = [:]
         for (index, request) in requests.enumerated() {
+            // A batch uses one provider token per key: its header line is built once, not per push.
+            let authorization: String
+            if let cached = authorizationLines[request.providerToken] {
+                authorization = cached
+            } else {
+                authorization = "authorization: bearer " + request.providerToken
+                authorizationLines[request.providerToken] = authorization
+            }
             var headers = [
-                "authorization: bearer \(request.providerToken)", "apns-push-type: liveactivity",
+                authorization, "apns-push-type: liveactivity",
                 "apns-topic: \(request.topic)", "apns-priority: \(request.priority)",
                 "apns-expiration: \(Int(request.expiration.timeIntervalSince1970))", "content-type: application/json",
             ]

@@ -14,6 +14,9 @@ final class CurlTransfer {
     /// The `apns-id` header of the answer.
     private(set) var apnsID: String?
     private(set) var started = DispatchTime.now()
+    /// The request body, owned here because `CURLOPT_POSTFIELDS` does not copy: allocated once (an
+    /// APNs payload is at most 4 KB) and grown only for a larger body.
+    private var bodyBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
 
     /// - Throws: `APNsTransportError` if libcurl refuses an option (an old or odd build).
     init(caFile: String?, timeoutMilliseconds: Int) throws(APNsTransportError) {
@@ -48,12 +51,17 @@ final class CurlTransfer {
         curl_slist_free_all(headerList)
         headerList = nil
         for header in headers { headerList = curl_slist_append(headerList, header) }
-        let codes: [CURLcode] = [
+        var codes: [CURLcode] = [
             ccurl_easy_setopt_pointer(handle, CURLOPT_URL, url),
             ccurl_easy_setopt_pointer(handle, CURLOPT_HTTPHEADER, headerList),
             ccurl_easy_setopt_long(handle, CURLOPT_POSTFIELDSIZE, body.count),
-            body.withUnsafeBytes { ccurl_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) },
         ]
+        if body.count > bodyBuffer.count {
+            bodyBuffer.deallocate()
+            bodyBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: body.count, alignment: 1)
+        }
+        bodyBuffer.copyBytes(from: body)
+        codes.append(ccurl_easy_setopt_pointer(handle, CURLOPT_POSTFIELDS, UnsafeRawPointer(bodyBuffer.baseAddress)))
         if let failed = codes.first(where: { $0 != CURLE_OK }) {
             throw APNsTransportError("curl_easy_setopt: \(String(cString: curl_easy_strerror(failed)))")
         }
@@ -62,6 +70,7 @@ final class CurlTransfer {
     deinit {
         curl_easy_cleanup(handle)
         curl_slist_free_all(headerList)
+        bodyBuffer.deallocate()
     }
 
     /// The HTTP status of the answer, 0 when none came.
