@@ -12,13 +12,8 @@ struct APNsOutageTests {
     @Test func backlogDrainsCoalescedAfterTheOutage() throws {
         let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
         defer { simulator.stop() }
-        let server = try DeliverydProcess(extraArguments: [
-            "--admin-key", Self.adminKey, "--access-log", "off",
-            "--apns-key-file", simulator.directory + "/signing.pem", "--apns-key-id", "ABC123DEFG",
-            "--apns-team-id", "DEF123GHIJ", "--apns-topic", "com.example.app",
-            "--apns-development-url", simulator.baseURL, "--apns-production-url", simulator.baseURL,
-            "--apns-ca-file", simulator.caFile,
-        ])
+        let server = try DeliverydProcess(
+            extraArguments: ["--admin-key", Self.adminKey, "--access-log", "off"] + simulator.deliverydArguments)
         defer { _ = server.stop() }
         try LoopbackHTTP.waitUntilHealthy(port: server.port)
         let eta = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 / 60).rounded(.down) * 60 + 1800)

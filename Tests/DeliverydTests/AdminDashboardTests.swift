@@ -13,13 +13,8 @@ struct AdminDashboardTests {
         let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
         defer { simulator.stop() }
         try simulator.script([Self.failingToken: ["status": 400, "reason": "BadDeviceToken"]])
-        let server = try DeliverydProcess(extraArguments: [
-            "--admin-key", Self.adminKey, "--access-log", "off",
-            "--apns-key-file", simulator.directory + "/signing.pem", "--apns-key-id", "ABC123DEFG",
-            "--apns-team-id", "DEF123GHIJ", "--apns-topic", "com.example.app",
-            "--apns-development-url", simulator.baseURL, "--apns-production-url", simulator.baseURL,
-            "--apns-ca-file", simulator.caFile,
-        ])
+        let server = try DeliverydProcess(
+            extraArguments: ["--admin-key", Self.adminKey, "--access-log", "off"] + simulator.deliverydArguments)
         defer { _ = server.stop() }
         try LoopbackHTTP.waitUntilHealthy(port: server.port)
 

@@ -12,13 +12,8 @@ struct CrashRecoveryTests {
         let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
         defer { simulator.stop() }
         try simulator.script(["*": ["delay_ms": 4000]])
-        let arguments = [
-            "--admin-key", Self.adminKey, "--access-log", "off", "--push-lease", "2",
-            "--apns-key-file", simulator.directory + "/signing.pem", "--apns-key-id", "ABC123DEFG",
-            "--apns-team-id", "DEF123GHIJ", "--apns-topic", "com.example.app",
-            "--apns-development-url", simulator.baseURL, "--apns-production-url", simulator.baseURL,
-            "--apns-ca-file", simulator.caFile,
-        ]
+        let arguments =
+            ["--admin-key", Self.adminKey, "--access-log", "off", "--push-lease", "2"] + simulator.deliverydArguments
         let first = try DeliverydProcess(extraArguments: arguments, keepData: true)
         defer { try? FileManager.default.removeItem(atPath: first.dataDirectory) }
         try LoopbackHTTP.waitUntilHealthy(port: first.port)

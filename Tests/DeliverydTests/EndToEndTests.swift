@@ -25,13 +25,8 @@ struct EndToEndTests {
             Self.deadToken: ["status": 410, "reason": "Unregistered", "timestamp": 4_102_444_800_000],
             Self.badToken: ["status": 400, "reason": "BadDeviceToken"],
         ])
-        let server = try DeliverydProcess(extraArguments: [
-            "--admin-key", Self.adminKey, "--log-level", "debug",
-            "--apns-key-file", simulator.directory + "/signing.pem", "--apns-key-id", "ABC123DEFG",
-            "--apns-team-id", "DEF123GHIJ", "--apns-topic", "com.example.app",
-            "--apns-development-url", simulator.baseURL, "--apns-production-url", simulator.baseURL,
-            "--apns-ca-file", simulator.caFile,
-        ])
+        let server = try DeliverydProcess(
+            extraArguments: ["--admin-key", Self.adminKey, "--log-level", "debug"] + simulator.deliverydArguments)
         defer { _ = server.stop() }
         try LoopbackHTTP.waitUntilHealthy(port: server.port)
         let client = Client(port: server.port, simulator: simulator)

@@ -14,13 +14,7 @@ struct GracefulStopTests {
         let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
         defer { simulator.stop() }
         try simulator.script(["*": ["delay_ms": 1500]])
-        let arguments = [
-            "--admin-key", Self.adminKey, "--access-log", "off",
-            "--apns-key-file", simulator.directory + "/signing.pem", "--apns-key-id", "ABC123DEFG",
-            "--apns-team-id", "DEF123GHIJ", "--apns-topic", "com.example.app",
-            "--apns-development-url", simulator.baseURL, "--apns-production-url", simulator.baseURL,
-            "--apns-ca-file", simulator.caFile,
-        ]
+        let arguments = ["--admin-key", Self.adminKey, "--access-log", "off"] + simulator.deliverydArguments
         let first = try DeliverydProcess(extraArguments: arguments, keepData: true)
         defer { try? FileManager.default.removeItem(atPath: first.dataDirectory) }
         try LoopbackHTTP.waitUntilHealthy(port: first.port)
