@@ -50,11 +50,9 @@ enum Views {
 
     /// The customer's view of an order: its id and the projection.
     static func publicOrder(_ order: Order, projector: LiveActivityProjector) -> JSONValue {
-        .object([
-            "id": .string(order.id),
-            "attributes": .fragment(projector.encode(projector.attributes(for: order))),
-            "contentState": .fragment(projector.encode(projector.contentState(for: order))),
-        ])
+        guard case .object(var members) = liveActivity(order, projector: projector) else { return .null }
+        members["id"] = .string(order.id)
+        return .object(members)
     }
 
     static func activity(_ record: ActivityRecord) -> JSONValue {

@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 /// Wakes the push worker when a transaction has queued pushes, so a committed change goes out at
@@ -42,10 +43,10 @@ public final class OutboxSignal: Sendable {
             return state.generation
         }
         guard let generation else { return }
-        let timer = Task { [weak self] in
-            try? await Task.sleep(for: timeout)
-            self?.expire(generation)
-        }
+        // A late timer is harmless: `expire` ignores a wait that is over (its generation moved on).
+        let (seconds, attoseconds) = timeout.components
+        let delay = Double(seconds) + Double(attoseconds) / 1e18
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in self?.expire(generation) }
         await withCheckedContinuation { continuation in
             let resumeNow = state.withLock { state -> Bool in
                 precondition(state.waiter == nil, "two tasks wait on one OutboxSignal")
@@ -58,7 +59,6 @@ public final class OutboxSignal: Sendable {
             }
             if resumeNow { continuation.resume() }
         }
-        timer.cancel()
     }
 
     private func expire(_ generation: UInt64) {

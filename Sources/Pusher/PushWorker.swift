@@ -167,7 +167,13 @@ public final class PushWorker {
         var planned: [Planned] = []
         for item in items {
             switch plan(item, context: context, now: now) {
-            case .send(let entry): planned.append(entry)
+            case .send(let entry):
+                if let until = pausedUntil[entry.environment], until > now {
+                    completions.append(
+                        PushCompletion(item: entry.item, outcome: .retry(at: until, error: "environment_paused")))
+                } else {
+                    planned.append(entry)
+                }
             case .finish(let completion): completions.append(completion)
             }
         }
@@ -258,10 +264,6 @@ public final class PushWorker {
                 )
                 switch try planner.planUpdate(order: order, activity: activityContext, now: now) {
                 case .send(let push):
-                    if let until = pausedUntil[activity.environment], until > now {
-                        return .finish(
-                            PushCompletion(item: item, outcome: .retry(at: until, error: "environment_paused")))
-                    }
                     return .send(
                         Planned(
                             item: item, push: push, environment: activity.environment, token: activity.pushToken,
@@ -280,10 +282,6 @@ public final class PushWorker {
                 }
                 switch try planner.planStart(order: order, bundleID: device.bundleID, now: now) {
                 case .send(let push):
-                    if let until = pausedUntil[device.environment], until > now {
-                        return .finish(
-                            PushCompletion(item: item, outcome: .retry(at: until, error: "environment_paused")))
-                    }
                     return .send(
                         Planned(
                             item: item, push: push, environment: device.environment, token: device.pushToken,

@@ -1,5 +1,5 @@
 public import FoundationEssentials
-public import OrderDomain
+import OrderDomain
 
 extension Database {
     static let activityColumns = """
@@ -86,18 +86,6 @@ extension Database {
     }
 
     /// Records what was last sent to an activity: for de-duplication and monotonic timestamps.
-    public func recordSent(
-        orderID: String, activityID: String, status: OrderStatus, fingerprint: String, timestamp: Date
-    )
-        throws(StorageError)
-    {
-        try write { connection in
-            try Self.recordSent(
-                orderID: orderID, activityID: activityID, status: status, fingerprint: fingerprint,
-                timestamp: timestamp, connection)
-        }
-    }
-
     static func recordSent(
         orderID: String, activityID: String, status: OrderStatus, fingerprint: String, timestamp: Date,
         _ connection: SQLiteConnection
@@ -148,10 +136,6 @@ extension Database {
     }
 
     /// A device's push-to-start token, if it has one.
-    public func pushToStart(customerID: String, deviceID: String) throws(StorageError) -> PushToStartRecord? {
-        try read { connection in try Self.pushToStart(customerID: customerID, deviceID: deviceID, connection) }
-    }
-
     static func pushToStart(customerID: String, deviceID: String, _ connection: SQLiteConnection) throws
         -> PushToStartRecord?
     {
@@ -171,15 +155,6 @@ extension Database {
     }
 
     /// Removes a dead push-to-start token unless it was registered again after `onlyIfRegisteredBefore`.
-    public func deletePushToStart(customerID: String, deviceID: String, onlyIfRegisteredBefore: Date? = nil)
-        throws(StorageError)
-    {
-        try write { connection in
-            _ = try Self.deletePushToStart(
-                customerID: customerID, deviceID: deviceID, onlyIfRegisteredBefore: onlyIfRegisteredBefore, connection)
-        }
-    }
-
     @discardableResult
     static func deletePushToStart(
         customerID: String, deviceID: String, onlyIfRegisteredBefore: Date?, _ connection: SQLiteConnection

@@ -26,16 +26,12 @@ public protocol DeliveryStore: Sendable {
     @discardableResult
     func endActivity(orderID: String, activityID: String, reason: String, now: Date, onlyIfRegisteredBefore: Date?)
         throws(StorageError) -> Bool
-    func recordSent(orderID: String, activityID: String, status: OrderStatus, fingerprint: String, timestamp: Date)
-        throws(StorageError)
     func activity(orderID: String, activityID: String) throws(StorageError) -> ActivityRecord?
     func liveActivities(orderID: String) throws(StorageError) -> [ActivityRecord]
     func registerPushToStart(
         customerID: String, deviceID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
         now: Date
     ) throws(StorageError)
-    func pushToStart(customerID: String, deviceID: String) throws(StorageError) -> PushToStartRecord?
-    func deletePushToStart(customerID: String, deviceID: String, onlyIfRegisteredBefore: Date?) throws(StorageError)
 
     // The outbox and the push log.
     func pushBatchContext(for items: [OutboxItem], highPrioritySince since: Date) throws(StorageError)
@@ -43,18 +39,13 @@ public protocol DeliveryStore: Sendable {
     @discardableResult
     func completePushes(_ completions: [PushCompletion], now: Date) throws(StorageError) -> [Bool]
     func claimDue(owner: String, now: Date, lease: TimeInterval, limit: Int) throws(StorageError) -> [OutboxItem]
-    func markSent(_ id: Int64, now: Date) throws(StorageError)
-    func markDead(_ id: Int64, reason: String, now: Date) throws(StorageError)
-    func scheduleRetry(_ id: Int64, at: Date, error: String, now: Date) throws(StorageError)
     func outboxDepth() throws(StorageError) -> (count: Int, oldestDue: Date?)
     func deadLetters(limit: Int) throws(StorageError) -> [DeadLetter]
     func replayDeadLetters(ids: [Int64]?, now: Date) throws(StorageError) -> Int
-    func logPush(_ attempt: PushAttempt) throws(StorageError)
     func pushLog(orderID: String) throws(StorageError) -> [PushAttempt]
     func recentPushFailures(limit: Int) throws(StorageError) -> [PushAttempt]
     func deadLetterCount() throws(StorageError) -> Int
     func oldestOpenOrders() throws(StorageError) -> [OpenOrderAge]
-    func acceptedHighPriorityPushes(orderID: String, targetID: String, since: Date) throws(StorageError) -> Int
 
     // Access: API keys and idempotent replays.
     func createAPIKey(_ key: APIKeyRecord) throws(StorageError)
