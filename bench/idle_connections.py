@@ -2,7 +2,9 @@
 
 While they are open it reports the server's resident memory and checks that a fresh request is
 still answered. Prints `idle_conns=N rss_mb=M answered=yes|no` last.
-usage: idle_connections.py PORT PID N
+With HOLD_SECONDS it prints `holding N` once they are open and just holds them that long (or until
+it is terminated), for a benchmark that loads the server meanwhile.
+usage: idle_connections.py PORT PID N [HOLD_SECONDS]
 """
 import resource
 import socket
@@ -26,6 +28,11 @@ for _ in range(count):
         print("unexpected answer", answer[:80], file=sys.stderr)
         break
     held.append(connection)
+
+if len(sys.argv) > 4:
+    print(f"holding {len(held)}", flush=True)
+    time.sleep(float(sys.argv[4]))
+    sys.exit(0)
 
 time.sleep(1)
 with open(f"/proc/{pid}/status") as status:

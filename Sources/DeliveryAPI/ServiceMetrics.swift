@@ -2,7 +2,7 @@ import Foundation
 public import HTTPServer
 import OrderDomain
 import Pusher
-import Storage
+public import Storage
 public import Telemetry
 
 /// The API's metric families, and the gauges read from storage when metrics are read.
@@ -64,6 +64,25 @@ public enum HTTPMetrics {
                     ([$0.key.method, $0.key.route ?? "unmatched"], $0.value.bucketCounts, $0.value.sum, $0.value.count)
                 }.sorted { $0.0.lexicographicallyPrecedes($1.0) })
             connections.set(Double(openConnections()))
+        }
+    }
+}
+
+/// How well writes share commits: each commit waits for the disk, so writes per commit is what
+/// lets the write rate pass the disk's sync rate.
+public enum StorageMetrics {
+    public static func register(in registry: MetricsRegistry, statistics: GroupCommitStatistics) {
+        let commits = registry.counter(
+            "deliveryd_storage_commits_total", help: "Write transactions committed (or failed), each one disk sync.")
+        let writes = registry.counter(
+            "deliveryd_storage_writes_total", help: "Writes carried by those transactions (requests, push outcomes).")
+        let largest = registry.gauge(
+            "deliveryd_storage_largest_commit_writes", help: "The most writes one transaction carried so far.")
+        registry.addCollector {
+            let current = statistics.snapshot
+            commits.setAll([([], Double(current.commits))])
+            writes.setAll([([], Double(current.writes))])
+            largest.set(Double(current.largest))
         }
     }
 }

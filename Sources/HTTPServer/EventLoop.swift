@@ -100,6 +100,7 @@ final class EventLoop {
     private let openConnections: ConnectionCounter
     private let accessLog: (@Sendable (AccessLogEntry) -> Void)?
     private let statistics: LoopStatistics
+    private let handlerPool: HandlerPool
     private var connections: [Int32: Connection] = [:]
     private var nextGeneration: UInt64 = 0
     private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
@@ -112,7 +113,7 @@ final class EventLoop {
 
     init(
         listenerFD: Int32, mailbox: LoopMailbox, router: Router, configuration: HTTPServerConfiguration,
-        openConnections: ConnectionCounter, statistics: LoopStatistics,
+        openConnections: ConnectionCounter, statistics: LoopStatistics, handlerPool: HandlerPool,
         accessLog: (@Sendable (AccessLogEntry) -> Void)?
     ) throws(SystemError) {
         let fd = epoll_create1(Int32(EPOLL_CLOEXEC))
@@ -125,6 +126,7 @@ final class EventLoop {
         self.openConnections = openConnections
         self.accessLog = accessLog
         self.statistics = statistics
+        self.handlerPool = handlerPool
         watch(listenerFD, events: EPOLLIN.rawValue)
         watch(mailbox.wakeFD, events: EPOLLIN.rawValue)
     }
@@ -330,7 +332,7 @@ final class EventLoop {
                         let fd = connection.fd
                         let generation = connection.generation
                         let finalRequest = request
-                        DispatchQueue.global().async {
+                        handlerPool.submit {
                             mailbox.post(.init(fd: fd, generation: generation, response: handler(finalRequest)))
                         }
                     }

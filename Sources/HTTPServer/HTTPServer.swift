@@ -15,6 +15,7 @@ public final class HTTPServer: Sendable {
     private let listeners: [Int32]
     private let openConnections = ConnectionCounter()
     private let statistics: [LoopStatistics]
+    private let handlerPool: HandlerPool
     /// The address actually bound (the real port when asked for port 0).
     public let boundAddress: ListenAddress
 
@@ -42,6 +43,7 @@ public final class HTTPServer: Sendable {
         }
         self.listeners = listeners
         self.statistics = listeners.map { _ in LoopStatistics() }
+        self.handlerPool = HandlerPool(threadCount: configuration.handlerThreads)
         self.boundAddress = address
         self.configuration = configuration
         self.router = router
@@ -59,13 +61,15 @@ public final class HTTPServer: Sendable {
         return merged
     }
 
-    /// Starts one thread per event loop and returns.
+    /// Starts one thread per event loop, and the handler threads, and returns.
     /// - Throws: `SystemError` if a loop's epoll cannot be created.
     public func start() throws(SystemError) {
+        handlerPool.start()
         for ((listener, mailbox), statistics) in zip(zip(listeners, mailboxes), statistics) {
             let loop = try EventLoop(
                 listenerFD: listener, mailbox: mailbox, router: router, configuration: configuration,
-                openConnections: openConnections, statistics: statistics, accessLog: accessLog
+                openConnections: openConnections, statistics: statistics, handlerPool: handlerPool,
+                accessLog: accessLog
             )
             let transfer = LoopTransfer(loop: loop)
             let thread = Thread {
@@ -85,6 +89,7 @@ public final class HTTPServer: Sendable {
             mailbox.wake()
         }
         for mailbox in mailboxes { mailbox.finished.wait() }
+        handlerPool.close()
     }
 }
 

@@ -3,6 +3,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var address: ListenAddress
     /// Event loop threads, each with its own epoll and `SO_REUSEPORT` listener; one per core.
     public var eventLoops: Int
+    /// Threads that run `pool` handlers; this many handlers can block (on the disk) at once.
+    public var handlerThreads: Int
     public var backlog: Int32
     public var limits: HTTPLimits
     /// Seconds a client may take to send a whole request once it started (slowloris).
@@ -16,15 +18,17 @@ public struct HTTPServerConfiguration: Sendable {
     /// Seconds a graceful shutdown waits for in-flight requests before closing what is left.
     public var shutdownDeadline: Double
 
-    /// Defaults: 127.0.0.1:8080, 2 loops, backlog 1024, `HTTPLimits()`, 10 s to send a request, 60 s
+    /// Defaults: 127.0.0.1:8080, 2 loops, 64 handler threads, backlog 1024, `HTTPLimits()`, 10 s to send a request, 60 s
     /// idle, 30 s write, 20,000 connections, 10 s shutdown deadline.
     public init(
         address: ListenAddress = ListenAddress(host: "127.0.0.1", port: 8080), eventLoops: Int = 2,
+        handlerThreads: Int = 64,
         backlog: Int32 = 1024, limits: HTTPLimits = HTTPLimits(), requestTimeout: Double = 10, idleTimeout: Double = 60,
         writeTimeout: Double = 30, maxConnections: Int = 20_000, shutdownDeadline: Double = 10
     ) {
         self.address = address
         self.eventLoops = eventLoops
+        self.handlerThreads = handlerThreads
         self.backlog = backlog
         self.limits = limits
         self.requestTimeout = requestTimeout

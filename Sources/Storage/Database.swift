@@ -12,6 +12,7 @@ public final class Database: Sendable {
     private let readers: [LockedConnection]
     private let checkpointer: LockedConnection
     private let nextReader = Atomic<Int>(0)
+    private let committer = GroupCommitter()
     public let configuration: StorageConfiguration
 
     private init(
@@ -99,10 +100,28 @@ public final class Database: Sendable {
         }
     }
 
-    /// Runs `body` in one write transaction; its value is returned only after COMMIT.
+    /// Runs `body` in a write transaction, shared with concurrent callers' writes (see
+    /// `GroupCommitter`); its value is returned only after that transaction's COMMIT.
     func write<T>(_ body: (SQLiteConnection) throws -> T) throws(StorageError) -> T {
+        let outcome: Result<T, any Error> = withoutActuallyEscaping(body) { body in
+            let box = OutcomeBox<T>()
+            let pending = PendingWrite(
+                body: { connection in
+                    do {
+                        box.outcome = .success(try body(connection))
+                        return nil
+                    } catch {
+                        box.outcome = .failure(error)
+                        return error
+                    }
+                },
+                onFailure: { error in box.outcome = .failure(error) }
+            )
+            committer.submit(pending) { work in writer.withConnection(work) }
+            return box.outcome ?? .failure(StorageError("the write was never run"))
+        }
         do {
-            return try writer.withConnection { connection in try connection.transaction { try body(connection) } }
+            return try outcome.get()
         } catch let error as StorageError {
             throw error
         } catch let error as OrderError {
@@ -113,6 +132,9 @@ public final class Database: Sendable {
             throw StorageError("write failed: \(error)")
         }
     }
+
+    /// Writes per commit so far: how much the group commit saves.
+    public var commitStatistics: GroupCommitStatistics { committer.statistics }
 
     /// Runs `body` on a reader connection, inside one read transaction for a consistent view
     /// (or outside any, for statements such as `VACUUM INTO` that refuse to run in one).
@@ -133,6 +155,14 @@ public final class Database: Sendable {
             throw StorageError("read failed: \(error)")
         }
     }
+}
+
+/// Where a write's outcome waits for its caller.
+///
+/// - Note: `@unchecked Sendable` is sound: the leader thread writes `outcome` while the caller is
+///   blocked on its turn, and the caller reads it after the semaphore signalled.
+private final class OutcomeBox<T>: @unchecked Sendable {
+    var outcome: Result<T, any Error>?
 }
 
 /// A connection and the lock that gives one caller at a time its use.

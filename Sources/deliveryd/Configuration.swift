@@ -22,6 +22,8 @@ struct Configuration: Sendable {
     var logLevel = Logger.Level.info
     var maxBodyBytes = 1024 * 1024
     var maxConnections = 20_000
+    var eventLoops = 2
+    var handlerThreads = 64
     var requestTimeoutSeconds = 10
     var idleTimeoutSeconds = 60
     var pushLeaseSeconds = 30
@@ -207,6 +209,16 @@ struct Configuration: Sendable {
         integerSetting(
             flag: "--max-connections", environment: "DELIVERYD_MAX_CONNECTIONS", range: 16...1_000_000,
             help: "open client connections at most (default 20000)", keyPath: \.maxConnections
+        ),
+        integerSetting(
+            flag: "--event-loops", environment: "DELIVERYD_EVENT_LOOPS", range: 1...64,
+            help: "HTTP event loop threads, each with its own listener; one per core (default 2)",
+            keyPath: \.eventLoops
+        ),
+        integerSetting(
+            flag: "--handler-threads", environment: "DELIVERYD_HANDLER_THREADS", range: 1...1024,
+            help: "threads running API handlers; this many writes can wait for one disk sync together (default 64)",
+            keyPath: \.handlerThreads
         ),
         integerSetting(
             flag: "--request-timeout", environment: "DELIVERYD_REQUEST_TIMEOUT", range: 1...600,

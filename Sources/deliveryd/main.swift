@@ -163,6 +163,8 @@ do {
     server = try HTTPServer(
         configuration: HTTPServerConfiguration(
             address: configuration.listen,
+            eventLoops: configuration.eventLoops,
+            handlerThreads: configuration.handlerThreads,
             limits: HTTPLimits(maxBodyBytes: configuration.maxBodyBytes),
             requestTimeout: Double(configuration.requestTimeoutSeconds),
             idleTimeout: Double(configuration.idleTimeoutSeconds),
@@ -179,6 +181,7 @@ do {
 }
 HTTPMetrics.register(
     in: registry, statistics: { server.requestStatistics() }, openConnections: { server.connectionCount })
+StorageMetrics.register(in: registry, statistics: storage.commitStatistics)
 
 signal(SIGTERM, SIG_IGN)
 signal(SIGINT, SIG_IGN)

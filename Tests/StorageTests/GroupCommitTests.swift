@@ -1,0 +1,87 @@
+import Foundation
+import OrderDomain
+import Storage
+import Synchronization
+import Testing
+
+@Suite("Group commit")
+struct GroupCommitTests {
+    /// Many threads writing at once share transactions, yet each write keeps its own outcome: a
+    /// refused change rolls back alone, the accepted ones around it all commit.
+    @Test func concurrentWritesKeepTheirOwnOutcomes() throws {
+        let directory = try TemporaryDirectory()
+        let database = try StoreFixtures.database(directory)
+        let orderCount = 48
+        for index in 0..<orderCount { _ = try StoreFixtures.seed(database, id: "o-\(index)") }
+        let before = database.commitStatistics.snapshot
+
+        let outcomes = OutcomeLog()
+        let group = DispatchGroup()
+        for index in 0..<orderCount {
+            let thread = Thread {
+                let id = "o-\(index)"
+                outcomes.add(id, "preparing", Result { try StoreFixtures.setStatus(database, id, .preparing) })
+                outcomes.add(id, "placed", Result { try StoreFixtures.setStatus(database, id, .placed) })
+                outcomes.add(id, "pickup", Result { try StoreFixtures.setStatus(database, id, .pickup) })
+                group.leave()
+            }
+            group.enter()
+            thread.start()
+        }
+        #expect(group.wait(timeout: .now() + 60) == .success)
+
+        for index in 0..<orderCount {
+            let id = "o-\(index)"
+            #expect(outcomes.outcome(id, "preparing")?.transition == "applied")
+            #expect(outcomes.outcome(id, "placed")?.refusal == .illegalTransition)
+            #expect(outcomes.outcome(id, "pickup")?.transition == "applied")
+            #expect(try database.order(id: id)?.status == .pickup)
+            #expect(try database.events(orderID: id).map(\.to) == [.placed, .preparing, .pickup])
+        }
+        let after = database.commitStatistics.snapshot
+        #expect(after.writes - before.writes == orderCount * 3)
+        #expect(after.commits - before.commits <= orderCount * 3)
+        #expect(after.largest >= 1 && after.largest <= 256)
+    }
+
+    /// A write that throws inside a group leaves nothing behind, even its partial statements.
+    @Test func refusedWriteLeavesNoPartialRows() throws {
+        let directory = try TemporaryDirectory()
+        let database = try StoreFixtures.database(directory)
+        _ = try StoreFixtures.seed(database, id: "o-1", activities: 2)
+        let depth = try database.outboxDepth().count
+        do {
+            _ = try database.change(orderID: "o-1", now: StoreFixtures.t0) { order throws(OrderError) in
+                _ = try order.applying(StatusChange(status: .preparing), by: .admin, at: StoreFixtures.t0)
+                throw OrderError(.illegalTransition, "refused after the change was computed")
+            }
+            Issue.record("the refused change was stored")
+        } catch {
+            #expect(error.domainError?.code == .illegalTransition)
+        }
+        #expect(try database.order(id: "o-1")?.status == .placed)
+        #expect(try database.outboxDepth().count == depth)
+        #expect(try StoreFixtures.setStatus(database, "o-1", .preparing).outcome.transitionName == "applied")
+    }
+}
+
+/// Outcomes recorded from several threads.
+private final class OutcomeLog: Sendable {
+    struct Outcome: Sendable {
+        var transition: String?
+        var refusal: OrderError.Code?
+    }
+
+    private let entries = Mutex<[String: Outcome]>([:])
+
+    func add(_ id: String, _ step: String, _ result: Result<StoredChange, any Error>) {
+        let outcome: Outcome
+        switch result {
+        case .success(let stored): outcome = Outcome(transition: stored.outcome.transitionName)
+        case .failure(let error): outcome = Outcome(refusal: (error as? StorageError)?.domainError?.code)
+        }
+        entries.withLock { $0["\(id)/\(step)"] = outcome }
+    }
+
+    func outcome(_ id: String, _ step: String) -> Outcome? { entries.withLock { $0["\(id)/\(step)"] } }
+}

@@ -1,0 +1,429 @@
+"""Status changes end to end: deliveryd (release) against a Python peer, then at scale, with 10,000
+connections, and with a slow APNs. Every change flows to an HTTP/2 APNs sink over TLS.
+
+usage: e2e.py DELIVERYD_BINARY   (from the repository root, with the bench virtualenv; see bench/e2e.sh)
+Environment: ORDERS (live orders per run, default 30000), DURATION (seconds of load, default 15),
+CONNECTIONS (status posters, default 64), POLLERS (customers polling, default 32),
+SCALE_ORDERS (orders already in the database for the scale run, default 1000000), RUNS (comma list
+of: deliveryd, peer, scale, connections, slow-apns; default all), RESULTS (JSON path).
+Prints a table and ends with one line:
+    changes_per_s=N peer_changes_per_s=N ratio=R p99_ms=X peer_p99_ms=Y scale_ratio=S conn_rss_mb=M slow_apns_p99_ratio=Q
+"""
+import concurrent.futures
+import http.client
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+from benchlib import certificates, free_port, wait_for
+
+ROOT = os.getcwd()
+ORDERS = int(os.environ.get("ORDERS", "30000"))
+DURATION = int(os.environ.get("DURATION", "15"))
+CONNECTIONS = int(os.environ.get("CONNECTIONS", "64"))
+POLLERS = int(os.environ.get("POLLERS", "32"))
+SCALE_ORDERS = int(os.environ.get("SCALE_ORDERS", "1000000"))
+RUNS = os.environ.get("RUNS", "deliveryd,peer,scale,connections,slow-apns").split(",")
+ADMIN = "bench-admin-key-0123456789"
+PEER_MERCHANT = "peer-merchant-key-0123456789"
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def rss_mb(pid):
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def percentile(values, fraction):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))] if ordered else 0.0
+
+
+def token_for(index):
+    return f"{index:064x}"
+
+
+class Client:
+    """One keep-alive HTTP/1.1 connection per thread."""
+
+    def __init__(self, port):
+        self.port = port
+        self.local = threading.local()
+
+    def call(self, method, path, bearer, body=None):
+        if not hasattr(self.local, "connection"):
+            self.local.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        headers = {"Authorization": f"Bearer {bearer}"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        self.local.connection.request(method, path, body=data, headers=headers)
+        response = self.local.connection.getresponse()
+        payload = response.read()
+        if response.status >= 300:
+            raise RuntimeError(f"{method} {path}: {response.status} {payload[:200]!r}")
+        return json.loads(payload) if payload else None
+
+
+def create_orders(client, merchant_key, count, prefix):
+    """count orders with one Live Activity each; returns [(order id, tracking token)]."""
+    eta = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
+
+    def one(index):
+        created = client.call("POST", "/v1/orders", merchant_key, {
+            "number": f"{prefix}-{index}", "merchantName": "Bench Kitchen",
+            "items": [{"name": "Noodles", "quantity": 1, "price": 9.5}],
+            "customer": {"id": f"c-{index}", "name": "Ana", "phone": "+49 30 1234567", "locale": "en"},
+            "address": "Somewhere 1", "payment": {"method": "cash"}, "estimatedArrival": eta})
+        order_id, tracking = created["order"]["id"], created["trackingToken"]
+        client.call("PUT", f"/v1/orders/{order_id}/activities/a", tracking,
+                    {"pushToken": token_for(index), "environment": "development"})
+        return order_id, tracking
+
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        return list(pool.map(one, range(count)))
+
+
+def wrk(script, port, connections, threads, duration, environment):
+    command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration}s", "--timeout", "10s",
+               "-s", os.path.join(ROOT, "bench/e2e", script), f"http://127.0.0.1:{port}"]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, **environment, "WRK_THREADS": str(threads)})
+
+
+def wrk_result(process):
+    output, _ = process.communicate(timeout=DURATION + 120)
+    for line in output.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    sys.exit(f"wrk printed no result:\n{output}")
+
+
+class Sink:
+    """nghttpd answering every push to a known device token with 200, as a fast APNs would."""
+
+    def __init__(self, work, tokens):
+        self.port = free_port()
+        device = os.path.join(work, "htdocs/3/device")
+        os.makedirs(device, exist_ok=True)
+        for index in range(tokens):
+            open(os.path.join(device, token_for(index)), "w").close()
+        self.process = subprocess.Popen(
+            ["nghttpd", "--workers=1", "--max-concurrent-streams=1000", f"--htdocs={work}/htdocs", str(self.port),
+             f"{work}/server.key", f"{work}/server.pem"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(self.port)
+
+    @property
+    def url(self):
+        return f"https://127.0.0.1:{self.port}"
+
+
+class Simulator:
+    """The test suite's APNs simulator (checks every request); DELAY_MS answers late."""
+
+    def __init__(self, work, delay_ms):
+        self.port = free_port()
+        control = os.path.join(work, f"control-{self.port}.json")
+        with open(control, "w") as file:
+            json.dump({"*": {"delay_ms": delay_ms}}, file)
+        self.process = subprocess.Popen([
+            sys.executable, "Tests/apns-simulator/simulator.py", "--port", str(self.port),
+            "--cert", f"{work}/server.pem", "--key", f"{work}/server.key", "--public-key", f"{work}/signing.pub",
+            "--record", os.path.join(work, f"record-{self.port}.jsonl"), "--control", control])
+        wait_for(self.port)
+
+    @property
+    def url(self):
+        return f"https://127.0.0.1:{self.port}"
+
+
+class Deliveryd:
+    name = "deliveryd"
+
+    def __init__(self, binary, work, apns_url):
+        self.binary, self.apns_url = binary, apns_url
+        self.data = os.path.join(work, f"data-{uuid.uuid4().hex[:8]}")
+        self.work = work
+        self.process = None
+
+    def start(self):
+        self.port = free_port()
+        self.process = subprocess.Popen([
+            self.binary, "--listen", f"127.0.0.1:{self.port}", "--data-dir", self.data, "--admin-key", ADMIN,
+            "--access-log", "off", "--apns-key-file", f"{self.work}/signing.pem", "--apns-key-id", "ABC123DEFG",
+            "--apns-team-id", "DEF123GHIJ", "--apns-topic", "com.example.app",
+            "--apns-development-url", self.apns_url, "--apns-production-url", self.apns_url,
+            "--apns-ca-file", f"{self.work}/ca.pem"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(self.port)
+        self.client = Client(self.port)
+
+    def merchant_key(self):
+        return self.client.call("POST", "/v1/admin/keys", ADMIN, {"role": "merchant", "merchantId": "m-1"})["key"]
+
+    @property
+    def database(self):
+        return os.path.join(self.data, "deliveryd.sqlite3")
+
+    def backlog(self, connection):
+        return connection.execute("SELECT count(*) FROM outbox WHERE state IN ('pending', 'sending')").fetchone()[0]
+
+    def commit_to_request_ms(self, connection, since_ms):
+        # A push's request left at attempted_at minus its round trip; its change committed at (just
+        # after) the newest event of its order before then.
+        rows = connection.execute("""
+            SELECT (p.attempted_at - COALESCE(p.latency_ms, 0)) -
+                   (SELECT max(e.at) FROM order_events e WHERE e.order_id = p.order_id
+                        AND e.at <= p.attempted_at - COALESCE(p.latency_ms, 0))
+            FROM push_log p WHERE p.attempted_at >= ? AND p.http_status = 200""", (since_ms,)).fetchall()
+        return [row[0] for row in rows if row[0] is not None]
+
+    def stop(self):
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout=30)
+
+
+class Peer:
+    name = "python-peer"
+
+    def __init__(self, work, apns_url):
+        self.work, self.apns_url = work, apns_url
+        self.data = os.path.join(work, f"peer-{uuid.uuid4().hex[:8]}.sqlite")
+
+    def start(self):
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "--app-dir", os.path.join(ROOT, "bench/peer"), "app:app",
+             "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning", "--no-access-log"],
+            env={**os.environ, "PEER_DB": self.data, "PEER_MERCHANT_KEY": PEER_MERCHANT,
+                 "PEER_APNS_URL": self.apns_url, "PEER_APNS_CA": f"{self.work}/ca.pem"},
+            stdout=subprocess.DEVNULL)
+        wait_for(self.port)
+        self.client = Client(self.port)
+
+    def merchant_key(self):
+        return PEER_MERCHANT
+
+    @property
+    def database(self):
+        return self.data
+
+    def backlog(self, connection):
+        return connection.execute("SELECT count(*) FROM outbox WHERE state = 'pending'").fetchone()[0]
+
+    def commit_to_request_ms(self, connection, since_ms):
+        # sent_at is taken after the answer: an upper bound of the request's moment.
+        rows = connection.execute(
+            "SELECT sent_at - created_at FROM outbox WHERE state = 'sent' AND created_at >= ?", (since_ms,))
+        return [row[0] for row in rows]
+
+    def stop(self):
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout=30)
+
+
+def preload(server, count):
+    """count delivered orders written straight into deliveryd's file (its schema), with their events."""
+    server.start()
+    server.stop()
+    connection = sqlite3.connect(server.database)
+    connection.execute("PRAGMA synchronous=OFF")
+    stamp = int(time.time() * 1000) - 86_400_000
+    batch = 50_000
+    for start in range(0, count, batch):
+        rows = [(f"pre-{index}", "m-pre", f"P-{index}", "Old Kitchen", '[{"name":"Tea","quantity":1,"price":2}]',
+                 f"c-{index}", "Ana", "+49 30 1234567", "en", "Somewhere 1", "cash", "delivered", stamp, stamp, stamp)
+                for index in range(start, min(count, start + batch))]
+        connection.executemany(
+            """INSERT INTO orders (id, merchant_id, number, merchant_name, items_json, customer_id, customer_name,
+               customer_phone, customer_locale, address, payment_method, status, estimated_arrival, created_at,
+               updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""", rows)
+        connection.executemany(
+            "INSERT INTO order_events (order_id, kind, from_status, to_status, actor, at) VALUES (?, 'status', ?, ?, 'merchant', ?)",
+            [(row[0], status_from, status_to, stamp) for row in rows
+             for status_from, status_to in (("placed", "preparing"), ("preparing", "delivered"))])
+        connection.commit()
+    connection.close()
+
+
+def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=0):
+    """Sets up ORDERS orders, then DURATION seconds of status changes and polls; waits for the pushes."""
+    if preloaded:
+        preload(server, preloaded)
+    server.start()
+    try:
+        merchant = server.merchant_key()
+        setup_started = time.time()
+        orders = create_orders(server.client, merchant, ORDERS, f"B{uuid.uuid4().hex[:6]}")
+        setup_seconds = time.time() - setup_started
+        work = tempfile.mkdtemp(prefix="e2e-run-")
+        with open(f"{work}/orders.txt", "w") as file:
+            file.writelines(f"{order}\n" for order, _ in orders)
+        with open(f"{work}/tracking.txt", "w") as file:
+            file.writelines(f"{order} {tracking}\n" for order, tracking in orders)
+        with sqlite3.connect(f"file:{server.database}?mode=ro", uri=True) as connection:
+            # Registering an activity may push its current state: let that settle before measuring.
+            deadline = time.time() + 300
+            while server.backlog(connection) and time.time() < deadline:
+                time.sleep(0.2)
+        holder = None
+        if idle:
+            holder = subprocess.Popen([sys.executable, "bench/idle_connections.py", str(server.port),
+                                       str(server.process.pid), str(idle), str(DURATION + 60)],
+                                      stdout=subprocess.PIPE, text=True)
+            wait_line = holder.stdout.readline()
+            if not wait_line.startswith("holding"):
+                sys.exit(f"idle connections: {wait_line}")
+        since_ms = int(time.time() * 1000)
+        cpu_before = cpu_seconds(server.process.pid)
+        started = time.time()
+        posters = wrk("status.lua", server.port, connections, 2, DURATION,
+                      {"ORDERS_FILE": f"{work}/orders.txt", "MERCHANT_KEY": merchant})
+        polls = wrk("poll.lua", server.port, pollers, 1, DURATION, {"TRACKING_FILE": f"{work}/tracking.txt"}) \
+            if pollers else None
+        status = wrk_result(posters)
+        poll = wrk_result(polls) if polls else None
+        rss = rss_mb(server.process.pid)
+        if holder:
+            holder.send_signal(signal.SIGTERM)
+            holder.wait()
+        with sqlite3.connect(f"file:{server.database}?mode=ro", uri=True) as connection:
+            deadline = time.time() + 300
+            while server.backlog(connection) and time.time() < deadline:
+                time.sleep(0.2)
+            drained_after = time.time() - started
+            backlog = server.backlog(connection)
+            cpu = cpu_seconds(server.process.pid) - cpu_before
+            delays = server.commit_to_request_ms(connection, since_ms)
+        shutil.rmtree(work, ignore_errors=True)
+    finally:
+        server.stop()
+    changes = status["requests"] - status["status_errors"]
+    result = {
+        "server": server.name, "orders_setup_per_s": round(2 * ORDERS / setup_seconds),
+        "changes": changes, "changes_per_s": round(changes / (status["duration_us"] / 1e6)),
+        "errors": status["status_errors"] + status["socket_errors"],
+        "post_p50_ms": status["p50_us"] / 1000, "post_p99_ms": status["p99_us"] / 1000,
+        "post_p999_ms": status["p999_us"] / 1000, "polls": poll["requests"] if poll else 0,
+        "poll_p99_ms": poll["p99_us"] / 1000 if poll else None,
+        "pushes": len(delays), "commit_to_apns_p50_ms": percentile(delays, 0.5),
+        "commit_to_apns_p99_ms": percentile(delays, 0.99), "backlog_left": backlog,
+        "drained_after_s": round(drained_after, 1),
+        "cpu_s_per_1000_changes": round(1000 * cpu / max(1, changes), 3), "rss_mb": round(rss, 1),
+        "connections": connections + pollers + idle,
+    }
+    if status["status_errors"]:
+        result["note"] = "some changes were refused (409 after the last status): raise ORDERS"
+    return result
+
+
+def bytes_per_order(database):
+    """Bytes on disk per order once retention ran: a day later (sent outbox rows gone) and 30 days later."""
+    work = tempfile.mkdtemp(prefix="e2e-size-")
+    figures = {}
+    try:
+        copy = os.path.join(work, "copy.sqlite")
+        with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as source:
+            source.execute("VACUUM INTO ?", (copy,))
+        connection = sqlite3.connect(copy, isolation_level=None)
+        orders = connection.execute("SELECT count(*) FROM orders").fetchone()[0]
+        connection.execute("DELETE FROM outbox WHERE state IN ('sent', 'superseded')")
+        connection.execute("DELETE FROM idempotency_keys")
+        connection.execute("VACUUM")
+        figures["bytes_per_order_after_1_day"] = round(os.path.getsize(copy) / orders)
+        connection.execute("DELETE FROM push_log")
+        connection.execute("DELETE FROM activities WHERE ended_at IS NOT NULL")
+        connection.execute("VACUUM")
+        figures["bytes_per_order_after_30_days"] = round(os.path.getsize(copy) / orders)
+        connection.close()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return figures
+
+
+def main():
+    binary = os.path.abspath(sys.argv[1])
+    work = tempfile.mkdtemp(prefix="e2e-")
+    results = {}
+    sink = None
+    try:
+        certificates(work)
+        sink = Sink(work, ORDERS)
+        if "deliveryd" in RUNS:
+            server = Deliveryd(binary, work, sink.url)
+            results["deliveryd"] = measure(server)
+            results["deliveryd"].update(bytes_per_order(server.database))
+        if "peer" in RUNS:
+            results["peer"] = measure(Peer(work, sink.url))
+        if "scale" in RUNS:
+            results["scale"] = measure(Deliveryd(binary, work, sink.url), preloaded=SCALE_ORDERS)
+            results["scale"]["preloaded_orders"] = SCALE_ORDERS
+        if "connections" in RUNS:
+            results["connections"] = measure(
+                Deliveryd(binary, work, sink.url), connections=100, pollers=0, idle=10_000 - 100)
+        if "slow-apns" in RUNS:
+            for delay in (0, 500):
+                simulator = Simulator(work, delay)
+                try:
+                    results[f"apns_{delay}ms"] = measure(Deliveryd(binary, work, simulator.url), pollers=0)
+                finally:
+                    simulator.process.kill()
+                    simulator.process.wait()
+    finally:
+        if sink:
+            sink.process.kill()
+            sink.process.wait()
+        shutil.rmtree(work, ignore_errors=True)
+    report(results)
+
+
+def report(results):
+    columns = ["changes_per_s", "post_p50_ms", "post_p99_ms", "post_p999_ms", "poll_p99_ms",
+               "commit_to_apns_p50_ms", "commit_to_apns_p99_ms", "cpu_s_per_1000_changes", "rss_mb", "connections",
+               "errors", "backlog_left"]
+    print(f"{'run':<14}" + "".join(f"{column:>24}" for column in columns))
+    for name, result in results.items():
+        print(f"{name:<14}" + "".join(f"{str(result.get(column)):>24}" for column in columns))
+    path = os.environ.get("RESULTS", os.path.join(ROOT, "bench/results/e2e.json"))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as file:
+        json.dump({"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "orders": ORDERS,
+                   "duration_s": DURATION, "results": results}, file, indent=2)
+    print(f"saved {path}")
+
+    def get(run, key):
+        return results.get(run, {}).get(key)
+
+    ours, theirs = get("deliveryd", "changes_per_s"), get("peer", "changes_per_s")
+    scale = get("scale", "changes_per_s")
+    slow, fast = get("apns_500ms", "post_p99_ms"), get("apns_0ms", "post_p99_ms")
+    fields = {
+        "changes_per_s": ours, "peer_changes_per_s": theirs,
+        "ratio": f"{ours / theirs:.2f}" if ours and theirs else None,
+        "p99_ms": get("deliveryd", "post_p99_ms"), "peer_p99_ms": get("peer", "post_p99_ms"),
+        "scale_ratio": f"{ours / scale:.2f}" if ours and scale else None,
+        "conn_rss_mb": get("connections", "rss_mb"),
+        "slow_apns_p99_ratio": f"{slow / fast:.2f}" if slow and fast else None,
+    }
+    print(" ".join(f"{key}={value}" for key, value in fields.items() if value is not None))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Status changes end to end (release build) against the Python peer in bench/peer/, then with
+# 1,000,000 orders already stored, with 10,000 connections (1% active), and with a slow APNs.
+# Prints a table, saves bench/results/e2e.json and ends with one line:
+#   changes_per_s=N peer_changes_per_s=N ratio=R p99_ms=X peer_p99_ms=Y scale_ratio=S conn_rss_mb=M slow_apns_p99_ratio=Q
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/opt/swift/usr/bin:$PATH"
+
+missing=""
+command -v wrk >/dev/null || missing="$missing wrk"
+command -v nghttpd >/dev/null || missing="$missing nghttp2-server"
+if [ -n "$missing" ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+.venv/bin/pip install --quiet --disable-pip-version-check -r bench/requirements.txt
+swift build -c release --product deliveryd >/dev/null
+ulimit -n "$(ulimit -Hn)"
+exec .venv/bin/python bench/e2e.py .build/release/deliveryd

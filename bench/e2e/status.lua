@@ -1,0 +1,40 @@
+-- wrk script: riders and merchants posting status changes. Each thread walks its share of the
+-- orders (ORDERS_FILE, one id a line) one status round at a time, so an order gets its next status
+-- only after every other order of the thread got the current one: never out of order.
+local created = 0
+
+function setup(thread)
+    thread:set("id", created)
+    created = created + 1
+end
+
+function init(args)
+    local threads = tonumber(os.getenv("WRK_THREADS"))
+    mine = {}
+    local index = 0
+    for line in io.lines(os.getenv("ORDERS_FILE")) do
+        if index % threads == id then mine[#mine + 1] = line end
+        index = index + 1
+    end
+    statuses = { "preparing", "pickup", "delivering", "delivered" }
+    headers = { ["Authorization"] = "Bearer " .. os.getenv("MERCHANT_KEY"), ["Content-Type"] = "application/json" }
+    sent = 0
+end
+
+function request()
+    local round = math.floor(sent / #mine) + 1
+    local order = mine[(sent % #mine) + 1]
+    sent = sent + 1
+    -- Past the last round the orders are delivered: the 409s then show up as errors in the report.
+    local status = statuses[math.min(round, #statuses)]
+    return wrk.format("POST", "/v1/orders/" .. order .. "/status", headers, '{"status":"' .. status .. '"}')
+end
+
+function done(summary, latency, requests)
+    io.write(string.format(
+        'RESULT {"requests":%d,"duration_us":%d,"status_errors":%d,"socket_errors":%d,' ..
+        '"p50_us":%d,"p99_us":%d,"p999_us":%d,"max_us":%d}\n',
+        summary.requests, summary.duration, summary.errors.status,
+        summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout,
+        latency:percentile(50), latency:percentile(99), latency:percentile(99.9), latency.max))
+end
