@@ -10,12 +10,13 @@ export PATH := $(if $(wildcard /opt/swift/usr/bin),/opt/swift/usr/bin:,)$(PATH)
 APT_PACKAGES := libsqlite3-dev libcurl4-openssl-dev libssl-dev pkg-config ca-certificates openssl
 SWIFT_FORMAT_PATHS := Sources Tests bench Package.swift
 
-.PHONY: help deps test-deps venv build run test lint format clean bench bench-http bench-projection bench-storage bench-push-latency bench-pusher
+.PHONY: help deps test-deps venv build run test lint format clean bench bench-http bench-projection bench-storage bench-push-latency bench-pusher bench-e2e soak
 
 help:
 	@echo "make run    build (release) and run deliveryd on 127.0.0.1:8080 with data in ./var"
 	@echo "make test   install what is missing, lint, build and run every test"
 	@echo "make bench  run the benchmarks in bench/ (release builds)"
+	@echo "make soak   the fault tests at full length (200 kills, a 60 s APNs outage)"
 	@echo "make lint   check formatting with swift-format"
 	@echo "make format rewrite sources with swift-format"
 
@@ -69,7 +70,7 @@ test: test-deps venv lint
 	swift build --build-tests
 	swift test --skip-build
 
-bench: bench-http bench-projection bench-storage bench-push-latency bench-pusher
+bench: bench-http bench-projection bench-storage bench-push-latency bench-pusher bench-e2e
 
 ## deliveryd against nginx with wrk, and 10,000 idle keep-alive connections.
 bench-http: deps
@@ -91,6 +92,15 @@ bench-push-latency: deps venv
 ## Pushes per second through one pusher to nghttpd, a C HTTP/2 sink.
 bench-pusher: deps
 	bash bench/pusher.sh
+
+## Status changes end to end against the Python peer; at 1M orders; 10,000 connections; slow APNs.
+bench-e2e: deps venv
+	bash bench/e2e.sh
+
+## The fault tests at full length: 200 random kill -9 under load, a 60 s APNs outage.
+soak: test-deps venv
+	swift build --build-tests
+	DELIVERYD_SOAK_KILLS=200 DELIVERYD_SOAK_OUTAGE=60 swift test --skip-build --filter "RandomKillTests|APNsOutageTests"
 
 clean:
 	rm -rf .build

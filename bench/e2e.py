@@ -34,6 +34,7 @@ SCALE_ORDERS = int(os.environ.get("SCALE_ORDERS", "1000000"))
 RUNS = os.environ.get("RUNS", "deliveryd,peer,scale,connections,slow-apns").split(",")
 ADMIN = "bench-admin-key-0123456789"
 PEER_MERCHANT = "peer-merchant-key-0123456789"
+PEER_RIDER = "peer-rider-key-0123456789"
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -84,7 +85,7 @@ class Client:
 
 
 def create_orders(client, merchant_key, count, prefix):
-    """count orders with one Live Activity each; returns [(order id, tracking token)]."""
+    """count orders, each with one Live Activity and rider r-1; returns [(order id, tracking token)]."""
     eta = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
 
     def one(index):
@@ -96,6 +97,7 @@ def create_orders(client, merchant_key, count, prefix):
         order_id, tracking = created["order"]["id"], created["trackingToken"]
         client.call("PUT", f"/v1/orders/{order_id}/activities/a", tracking,
                     {"pushToken": token_for(index), "environment": "development"})
+        client.call("PUT", f"/v1/orders/{order_id}/rider", merchant_key, {"riderId": "r-1", "name": "Sam Rider"})
         return order_id, tracking
 
     with concurrent.futures.ThreadPoolExecutor(16) as pool:
@@ -178,6 +180,9 @@ class Deliveryd:
     def merchant_key(self):
         return self.client.call("POST", "/v1/admin/keys", ADMIN, {"role": "merchant", "merchantId": "m-1"})["key"]
 
+    def rider_key(self):
+        return self.client.call("POST", "/v1/admin/keys", ADMIN, {"role": "rider", "riderId": "r-1"})["key"]
+
     @property
     def database(self):
         return os.path.join(self.data, "deliveryd.sqlite3")
@@ -186,12 +191,11 @@ class Deliveryd:
         return connection.execute("SELECT count(*) FROM outbox WHERE state IN ('pending', 'sending')").fetchone()[0]
 
     def commit_to_request_ms(self, connection, since_ms):
-        # A push's request left at attempted_at minus its round trip; its change committed at (just
-        # after) the newest event of its order before then.
+        # attempted_at is when the push's request went out; its change committed just after the
+        # newest event of its order before then (the event's time is taken before the COMMIT).
         rows = connection.execute("""
-            SELECT (p.attempted_at - COALESCE(p.latency_ms, 0)) -
-                   (SELECT max(e.at) FROM order_events e WHERE e.order_id = p.order_id
-                        AND e.at <= p.attempted_at - COALESCE(p.latency_ms, 0))
+            SELECT p.attempted_at - (SELECT max(e.at) FROM order_events e
+                                     WHERE e.order_id = p.order_id AND e.at <= p.attempted_at)
             FROM push_log p WHERE p.attempted_at >= ? AND p.http_status = 200""", (since_ms,)).fetchall()
         return [row[0] for row in rows if row[0] is not None]
 
@@ -212,7 +216,7 @@ class Peer:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "--app-dir", os.path.join(ROOT, "bench/peer"), "app:app",
              "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning", "--no-access-log"],
-            env={**os.environ, "PEER_DB": self.data, "PEER_MERCHANT_KEY": PEER_MERCHANT,
+            env={**os.environ, "PEER_DB": self.data, "PEER_MERCHANT_KEY": PEER_MERCHANT, "PEER_RIDER_KEY": PEER_RIDER,
                  "PEER_APNS_URL": self.apns_url, "PEER_APNS_CA": f"{self.work}/ca.pem"},
             stdout=subprocess.DEVNULL)
         wait_for(self.port)
@@ -220,6 +224,9 @@ class Peer:
 
     def merchant_key(self):
         return PEER_MERCHANT
+
+    def rider_key(self):
+        return PEER_RIDER
 
     @property
     def database(self):
@@ -269,7 +276,7 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
         preload(server, preloaded)
     server.start()
     try:
-        merchant = server.merchant_key()
+        merchant, rider = server.merchant_key(), server.rider_key()
         setup_started = time.time()
         orders = create_orders(server.client, merchant, ORDERS, f"B{uuid.uuid4().hex[:6]}")
         setup_seconds = time.time() - setup_started
@@ -295,7 +302,7 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
         cpu_before = cpu_seconds(server.process.pid)
         started = time.time()
         posters = wrk("status.lua", server.port, connections, 2, DURATION,
-                      {"ORDERS_FILE": f"{work}/orders.txt", "MERCHANT_KEY": merchant})
+                      {"ORDERS_FILE": f"{work}/orders.txt", "MERCHANT_KEY": merchant, "RIDER_KEY": rider})
         polls = wrk("poll.lua", server.port, pollers, 1, DURATION, {"TRACKING_FILE": f"{work}/tracking.txt"}) \
             if pollers else None
         status = wrk_result(posters)
@@ -317,7 +324,7 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
         server.stop()
     changes = status["requests"] - status["status_errors"]
     result = {
-        "server": server.name, "orders_setup_per_s": round(2 * ORDERS / setup_seconds),
+        "server": server.name, "setup_requests_per_s": round(3 * ORDERS / setup_seconds),
         "changes": changes, "changes_per_s": round(changes / (status["duration_us"] / 1e6)),
         "errors": status["status_errors"] + status["socket_errors"],
         "post_p50_ms": status["p50_us"] / 1000, "post_p99_ms": status["p99_us"] / 1000,

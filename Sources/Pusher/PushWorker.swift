@@ -192,10 +192,11 @@ public final class PushWorker {
                     payload: entry.push.payload, providerToken: providers[entry.bundleID]?.compact ?? ""
                 )
             }
+            let sentAt = Date()
             let responses = sender.send(requests)
             var expired = Set<String>()
             for (entry, response) in zip(planned, responses) {
-                let (completion, refresh) = complete(entry, with: response, now: now)
+                let (completion, refresh) = complete(entry, with: response, now: now, sentAt: sentAt)
                 completions.append(completion)
                 if refresh { expired.insert(entry.bundleID) }
             }
@@ -298,14 +299,17 @@ public final class PushWorker {
     }
 
     /// What to store for one answered push; the flag asks for a new provider token.
-    private func complete(_ entry: Planned, with response: APNsResponse, now: Date) -> (PushCompletion, Bool) {
+    /// `sentAt` is when the batch's requests went out: the push log's `attemptedAt`.
+    private func complete(_ entry: Planned, with response: APNsResponse, now: Date, sentAt: Date) -> (
+        PushCompletion, Bool
+    ) {
         let item = entry.item
         let event = entry.push.event.rawValue
         let attempt = PushAttempt(
             orderID: item.orderID, targetID: Self.targetLabel(item.target), event: event,
             priority: entry.push.headers.priority, httpStatus: response.status,
             reason: response.reason?.description ?? response.transportError, apnsID: response.apnsID,
-            latencyMilliseconds: Int(response.latencySeconds * 1000), attemptedAt: now, requestID: item.requestID
+            latencyMilliseconds: Int(response.latencySeconds * 1000), attemptedAt: sentAt, requestID: item.requestID
         )
         metrics.apnsRoundTrip.observe(response.latencySeconds)
         metrics.changeToAnswer.observe(max(0, Date().timeIntervalSince(item.createdAt)))

@@ -6,7 +6,7 @@ import Testing
 struct APNsOutageTests {
     static let adminKey = "outage-admin-key-0123456789"
 
-    /// APNs is unreachable for a few seconds while ETAs keep changing: the queue holds the changes,
+    /// APNs refuses connections for 10 seconds (`DELIVERYD_SOAK_OUTAGE` seconds; `make soak`: 60) while ETAs keep changing: the queue holds the changes,
     /// /metrics shows the backlog and the transport failures, and once APNs is back each activity gets
     /// one push of its newest state (the backlog drains coalesced); nothing is lost.
     @Test func backlogDrainsCoalescedAfterTheOutage() throws {
@@ -34,8 +34,11 @@ struct APNsOutageTests {
             orders.append((id, token))
         }
 
+        let outage = Double(ProcessInfo.processInfo.environment["DELIVERYD_SOAK_OUTAGE"] ?? "") ?? 10
+        let outageEnds = Date().addingTimeInterval(outage)
         simulator.pause()
         for step in 1...4 {
+            usleep(UInt32(outage / 5 * 1_000_000))
             for order in orders {
                 let moved = eta.addingTimeInterval(Double(step) * 300).formatted(.iso8601)
                 #expect(
@@ -45,7 +48,7 @@ struct APNsOutageTests {
                     ).status == 200)
             }
         }
-        usleep(1_500_000)
+        usleep(UInt32(max(0.5, outageEnds.timeIntervalSinceNow) * 1_000_000))
         let during = EndToEndTests.samples(
             try LoopbackHTTP.send(port: server.port, "GET", "/metrics", bearer: Self.adminKey).text)
         #expect((during["deliveryd_outbox_depth"] ?? 0) == Double(orders.count), "one waiting push per activity")
@@ -53,7 +56,7 @@ struct APNsOutageTests {
 
         try simulator.resume()
         let lastETA = Int(eta.addingTimeInterval(1200).timeIntervalSinceReferenceDate)
-        let deadline = Date().addingTimeInterval(40)
+        let deadline = Date().addingTimeInterval(40 + outage)
         var delivered: [String: [String]] = [:]
         repeat {
             usleep(250_000)

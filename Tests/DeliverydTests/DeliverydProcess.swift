@@ -40,12 +40,15 @@ final class DeliverydProcess {
     /// - Parameters:
     ///   - dataDirectory: default a new temporary directory.
     ///   - keepData: leave the data directory in place on `stop()`, for a second start on it.
-    init(extraArguments: [String] = [], dataDirectory: String? = nil, keepData: Bool = false) throws {
-        port = UInt16.random(in: 20_000...40_000)
+    ///   - port: default a random one; a restart passes the previous process's port.
+    init(extraArguments: [String] = [], dataDirectory: String? = nil, keepData: Bool = false, port: UInt16? = nil)
+        throws
+    {
+        self.port = port ?? UInt16.random(in: 20_000...40_000)
         self.dataDirectory = dataDirectory ?? NSTemporaryDirectory() + "deliveryd-e2e-" + UUID().uuidString
         self.keepData = keepData
         process.executableURL = Self.executableURL
-        process.arguments = ["--listen", "127.0.0.1:\(port)", "--data-dir", self.dataDirectory] + extraArguments
+        process.arguments = ["--listen", "127.0.0.1:\(self.port)", "--data-dir", self.dataDirectory] + extraArguments
         process.environment = [:]
         process.standardError = errorPipe
         process.standardOutput = outputPipe

@@ -1,6 +1,7 @@
 -- wrk script: riders and merchants posting status changes. Each thread walks its share of the
 -- orders (ORDERS_FILE, one id a line) one status round at a time, so an order gets its next status
--- only after every other order of the thread got the current one: never out of order.
+-- only after every other order of the thread got the current one: never out of order. The merchant
+-- (MERCHANT_KEY) starts preparing; the rider assigned to every order (RIDER_KEY) does the rest.
 local created = 0
 
 function setup(thread)
@@ -17,7 +18,9 @@ function init(args)
         index = index + 1
     end
     statuses = { "preparing", "pickup", "delivering", "delivered" }
-    headers = { ["Authorization"] = "Bearer " .. os.getenv("MERCHANT_KEY"), ["Content-Type"] = "application/json" }
+    local merchant = { ["Authorization"] = "Bearer " .. os.getenv("MERCHANT_KEY"), ["Content-Type"] = "application/json" }
+    local rider = { ["Authorization"] = "Bearer " .. os.getenv("RIDER_KEY"), ["Content-Type"] = "application/json" }
+    headers = { merchant, rider, rider, rider }
     sent = 0
 end
 
@@ -26,8 +29,8 @@ function request()
     local order = mine[(sent % #mine) + 1]
     sent = sent + 1
     -- Past the last round the orders are delivered: the 409s then show up as errors in the report.
-    local status = statuses[math.min(round, #statuses)]
-    return wrk.format("POST", "/v1/orders/" .. order .. "/status", headers, '{"status":"' .. status .. '"}')
+    round = math.min(round, #statuses)
+    return wrk.format("POST", "/v1/orders/" .. order .. "/status", headers[round], '{"status":"' .. statuses[round] .. '"}')
 end
 
 function done(summary, latency, requests)

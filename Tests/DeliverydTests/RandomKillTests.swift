@@ -1,0 +1,184 @@
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+
+/// `kill -9` of deliveryd at random moments while riders post status changes, then a restart on the
+/// same data, over and over. `DELIVERYD_SOAK_KILLS` sets the number of kills (`make soak`: 200).
+@Suite("Random kill -9 under load", .serialized)
+struct RandomKillTests {
+    static let adminKey = "kill-admin-key-0123456789"
+    static let path = ["preparing", "pickup", "delivering", "delivered"]
+
+    @Test func acknowledgedChangesAndFinalPushesSurviveRandomKills() throws {
+        let kills = Int(ProcessInfo.processInfo.environment["DELIVERYD_SOAK_KILLS"] ?? "") ?? 20
+        let orderCount = kills > 20 ? 3000 : 600
+        let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
+        defer { simulator.stop() }
+        let arguments =
+            ["--admin-key", Self.adminKey, "--access-log", "off", "--push-lease", "1"] + simulator.deliverydArguments
+        var server = try DeliverydProcess(extraArguments: arguments, keepData: true)
+        let dataDirectory = server.dataDirectory
+        let port = server.port
+        defer {
+            _ = server.stop()
+            try? FileManager.default.removeItem(atPath: dataDirectory)
+        }
+        try LoopbackHTTP.waitUntilHealthy(port: port)
+        let merchant =
+            try LoopbackHTTP.send(
+                port: port, "POST", "/v1/admin/keys", bearer: Self.adminKey,
+                json: ["role": "merchant", "merchantId": "m-1"]
+            ).json["key"] as? String ?? ""
+        let riderKey =
+            try LoopbackHTTP.send(
+                port: port, "POST", "/v1/admin/keys", bearer: Self.adminKey, json: ["role": "rider", "riderId": "r-1"]
+            ).json["key"] as? String ?? ""
+        var orders: [(id: String, token: String)] = []
+        for index in 0..<orderCount {
+            let created = try LoopbackHTTP.send(
+                port: port, "POST", "/v1/orders", bearer: merchant,
+                json: EndToEndTests.orderBody(
+                    "R-\(index)", customer: "c-\(index)", eta: Date().addingTimeInterval(3600)))
+            let id = (created.json["order"] as? [String: Any])?["id"] as? String ?? ""
+            let token = String(format: "%064x", 0x5000 + index)
+            let registered = try LoopbackHTTP.send(
+                port: port, "PUT", "/v1/orders/\(id)/activities/a", bearer: created.json["trackingToken"] as? String,
+                json: ["pushToken": token, "environment": "production"])
+            try #require(registered.status == 200)
+            let assigned = try LoopbackHTTP.send(
+                port: port, "PUT", "/v1/orders/\(id)/rider", bearer: merchant, json: ["riderId": "r-1", "name": "Sam"])
+            try #require(assigned.status == 200)
+            orders.append((id, token))
+        }
+
+        // Four threads, each moving its orders one step per pass (the merchant starts preparing, the
+        // rider does the rest), retrying through crashes.
+        let acknowledged = Acknowledgements()
+        let riders = DispatchGroup()
+        for worker in 0..<4 {
+            let mine = orders.enumerated().filter { $0.offset % 4 == worker }.map(\.element.id)
+            riders.enter()
+            Thread {
+                defer { riders.leave() }
+                Self.ride(mine, port: port, keys: [merchant, riderKey, riderKey, riderKey], acknowledged: acknowledged)
+            }.start()
+        }
+
+        var killedAt: [Double] = []
+        for _ in 0..<kills {
+            usleep(UInt32.random(in: 150_000...600_000))
+            server.crash()
+            killedAt.append(Date().timeIntervalSince1970)
+            server = try DeliverydProcess(
+                extraArguments: arguments, dataDirectory: dataDirectory, keepData: true, port: port)
+            try LoopbackHTTP.waitUntilHealthy(port: port)
+            // Every change acknowledged before the kill is still there.
+            let promised = acknowledged.snapshot
+            for (id, step) in promised {
+                let read = try LoopbackHTTP.send(port: port, "GET", "/v1/orders/\(id)", bearer: merchant)
+                let status = (read.json["order"] as? [String: Any])?["status"] as? String ?? ""
+                let stored = Self.path.firstIndex(of: status) ?? -1
+                #expect(stored >= step, "order \(id) acknowledged \(Self.path[step]) but reads \(status)")
+            }
+        }
+        acknowledged.killsOver = true
+        #expect(riders.wait(timeout: .now() + 120) == .success, "the riders did not finish")
+        #expect(acknowledged.snapshot.count == orderCount)
+        // The load ran through most of the kills, not just the first few.
+        #expect(acknowledged.lastAt > killedAt[kills * 3 / 4], "the riders finished before most kills")
+        #expect(acknowledged.snapshot.values.allSatisfy { $0 == Self.path.count - 1 })
+
+        // Every activity ends with its final state pushed, and no state was pushed twice, except a
+        // push already answered by APNs when a kill came, before its outcome was written.
+        let deadline = Date().addingTimeInterval(90)
+        var accepted: [String: [[String: Any]]] = [:]
+        repeat {
+            accepted = [:]
+            for record in try simulator.records() where record["status"] as? Int == 200 {
+                accepted[record["token"] as? String ?? "", default: []].append(record)
+            }
+            let finished = orders.allSatisfy { order in
+                accepted[order.token]?.last.map { EndToEndTests.aps($0)["event"] as? String == "end" } ?? false
+            }
+            if finished { break }
+            usleep(200_000)
+        } while Date() < deadline
+        var repeats = 0
+        for order in orders {
+            let pushes = accepted[order.token] ?? []
+            let last = pushes.last.map(EndToEndTests.aps)
+            #expect(last?["event"] as? String == "end", "order \(order.id) never got its end push")
+            #expect((last?["content-state"] as? [String: Any])?["status"] as? String == "delivered")
+            var seen: [String: Double] = [:]
+            var lastTimestamp = 0
+            for push in pushes {
+                let aps = EndToEndTests.aps(push)
+                let state = "\(aps["event"] ?? "")/\((aps["content-state"] as? [String: Any])?["status"] ?? "")"
+                let receivedAt = push["received_at"] as? Double ?? 0
+                let timestamp = aps["timestamp"] as? Int ?? 0
+                #expect(timestamp >= lastTimestamp, "timestamps went back for \(order.id)")
+                lastTimestamp = timestamp
+                if let first = seen[state] {
+                    repeats += 1
+                    let inFlightAtAKill = killedAt.contains { $0 >= first && $0 - first < 2 }
+                    #expect(inFlightAtAKill, "order \(order.id) got \(state) twice with no kill in between")
+                } else {
+                    seen[state] = receivedAt
+                }
+            }
+        }
+        #expect(repeats <= kills, "\(repeats) repeated pushes for \(kills) kills")
+        let pushes = accepted.values.reduce(0) { $0 + $1.count }
+        print("random kills: \(kills) kills, \(orderCount) orders, \(pushes) pushes accepted, \(repeats) repeated")
+    }
+
+    /// Moves each order one step per pass until all are delivered; a request cut by a crash is
+    /// retried, and a repeat of an applied change is answered `unchanged` (idempotent).
+    private static func ride(
+        _ orders: [String], port: UInt16, keys: [String], acknowledged: Acknowledgements
+    ) {
+        for step in path.indices {
+            for id in orders {
+                for _ in 0..<3000 {
+                    let answer = try? LoopbackHTTP.send(
+                        port: port, "POST", "/v1/orders/\(id)/status", bearer: keys[step], json: ["status": path[step]])
+                    if let answer, answer.status == 200 {
+                        acknowledged.record(id, step: step)
+                        // Paced while the kills go on, so that the load spans them; then at full speed.
+                        if !acknowledged.killsOver { usleep(25_000) }
+                        break
+                    }
+                    if let answer, (400..<500).contains(answer.status) {
+                        Issue.record("\(path[step]) of \(id) refused: \(answer.status) \(answer.text)")
+                        return
+                    }
+                    usleep(20_000)
+                }
+            }
+        }
+    }
+}
+
+/// The furthest step acknowledged (answered 200) per order, shared by the rider threads.
+private final class Acknowledgements: Sendable {
+    private let steps = Mutex<(byOrder: [String: Int], lastAt: Double)>(([:], 0))
+    private let over = Atomic<Bool>(false)
+
+    /// Set once the last kill is done.
+    var killsOver: Bool {
+        get { over.load(ordering: .relaxed) }
+        set { over.store(newValue, ordering: .relaxed) }
+    }
+
+    func record(_ id: String, step: Int) {
+        steps.withLock {
+            $0.byOrder[id] = step
+            $0.lastAt = Date().timeIntervalSince1970
+        }
+    }
+
+    var snapshot: [String: Int] { steps.withLock { $0.byOrder } }
+    /// When the last acknowledgement came.
+    var lastAt: Double { steps.withLock { $0.lastAt } }
+}
