@@ -134,3 +134,32 @@ struct ConnectionLossTests {
         #expect(client.connectionsOpened >= 2)
     }
 }
+
+@Suite("APNs connection kept while idle", .serialized)
+struct IdleConnectionTests {
+    /// A quiet spell does not cost a new connection (libcurl's own default would replace one idle
+    /// for two minutes); a connection idle past `maximumIdleSeconds` is replaced.
+    @Test func idleConnectionIsReusedUntilItsLimit() throws {
+        let key = try P256SigningKey(pem: testKeyPEM)
+        let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
+        defer { simulator.stop() }
+        let jwt = try ProviderToken(keyID: "ABC123DEFG", teamID: "DEF123GHIJ", issuedAt: Date(), key: key).compact
+        func push(_ client: APNsClient, _ token: String) -> Int? {
+            client.send([
+                APNsRequest(
+                    baseURL: simulator.baseURL, deviceToken: token, topic: "com.example.app.push-type.liveactivity",
+                    priority: 5, expiration: Date().addingTimeInterval(600), collapseID: nil,
+                    payload: Array(#"{"aps":{"event":"update","timestamp":1}}"#.utf8), providerToken: jwt)
+            ])[0].status
+        }
+        let keeping = try APNsClient(caFile: simulator.caFile, connectionsPerHost: 1)
+        let replacing = try APNsClient(caFile: simulator.caFile, connectionsPerHost: 1, maximumIdleSeconds: 1)
+        #expect(push(keeping, "k-1") == 200)
+        #expect(push(replacing, "r-1") == 200)
+        sleep(3)
+        #expect(push(keeping, "k-2") == 200)
+        #expect(push(replacing, "r-2") == 200)
+        #expect(keeping.connectionsOpened == 1)
+        #expect(replacing.connectionsOpened == 2)
+    }
+}

@@ -324,3 +324,58 @@ struct SeveralAppsTests {
         #expect(topics == ["com.example.app.push-type.liveactivity", "com.whitelabel.app.push-type.liveactivity"])
     }
 }
+
+@Suite("APNs cuts the connection mid-batch", .serialized)
+struct ConnectionDropTests {
+    /// The peer cuts every connection while a batch is in flight (no answer, no GOAWAY): the streams
+    /// cut off count as transport failures and are retried on a new connection; every activity gets
+    /// its push accepted, nothing is dead-lettered.
+    @Test func cutStreamsAreRetriedOnANewConnection() async throws {
+        let directory = NSTemporaryDirectory() + "drop-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try Database.open(StorageConfiguration(dataDirectory: directory, synchronous: .normal))
+        let simulator = try APNsSimulator(publicKeyOf: testKeyPEM, droppable: true)
+        defer { simulator.stop() }
+        try simulator.script(["*": ["delay_ms": 400], "token-o-60-0": ["drop_once": true]])
+
+        let now = Date()
+        let count = 200
+        let orders = try (0..<count).map { index in
+            try OrderDraft(
+                number: "D-\(index)", merchantName: "Pizza Roma", items: [.init(name: "Tea", quantity: 1, price: 2)],
+                customer: .init(id: "c-\(index)", name: "Ana", phone: "+49 30 1234567", locale: "en"),
+                address: "Somewhere 1", payment: .init(method: "cash", brand: nil, last4: nil),
+                estimatedArrival: now.addingTimeInterval(1800), note: nil
+            ).validated(id: "o-\(index)", merchantID: "m-1", by: .admin, at: now)
+        }
+        try store.bulkInsert(orders, activitiesPerOrder: 1, now: now)
+        try store.bulkQueuePushes(orderIDs: orders.map(\.0.id), now: now)
+
+        let worker = PushWorker(
+            store: store, sender: try APNsClient(caFile: simulator.caFile),
+            tokens: ProviderTokenCache(
+                key: try P256SigningKey(pem: testKeyPEM), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
+            configuration: PusherConfiguration(
+                developmentURL: simulator.baseURL, productionURL: simulator.baseURL, batchSize: 500,
+                retryPolicy: RetryPolicy(baseDelay: 0.05, maximumDelay: 0.5)),
+            logger: Logger(label: "test", minimumLevel: .error)
+        )
+        let deadline = Date().addingTimeInterval(120)
+        while try store.outboxDepth().count > 0, Date() < deadline {
+            if try await worker.runOnce(now: Date()) == 0 { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(simulator.drops() == ["token-o-60-0"])
+        #expect(try store.outboxDepth().count == 0)
+        #expect(try store.deadLetters(limit: 10).isEmpty)
+
+        var cut = 0
+        for index in 0..<count {
+            let attempts = try store.pushLog(orderID: "o-\(index)")
+            #expect(attempts.last?.httpStatus == 200, "o-\(index): \(attempts.map { $0.reason ?? "200" })")
+            cut += attempts.filter { $0.httpStatus == nil }.count
+        }
+        #expect(cut >= 1, "no stream was cut by the drop")
+        let accepted = try simulator.records().filter { $0["token"] as? String == "token-o-60-0" }
+        #expect(accepted.map { $0["status"] as? Int } == [200], "the dropped token is answered after the reconnect")
+    }
+}

@@ -41,8 +41,11 @@ package final class APNsSimulator {
     /// - Parameters:
     ///   - privateKeyPEM: the key whose tokens verify for any topic.
     ///   - appKeys: keys bound to one app each, as APNs binds a key to its team's apps.
+    ///   - droppable: serve behind a relay, so that a token scripted `["drop_once": true]` cuts every
+    ///     client connection when its first request arrives.
     package init(
-        publicKeyOf privateKeyPEM: String, appKeys: [(keyID: String, bundleID: String, privateKeyPEM: String)] = []
+        publicKeyOf privateKeyPEM: String, appKeys: [(keyID: String, bundleID: String, privateKeyPEM: String)] = [],
+        droppable: Bool = false
     ) throws {
         directory = NSTemporaryDirectory() + "apns-sim-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -80,7 +83,7 @@ package final class APNsSimulator {
                 "--port", String(port), "--cert", directory + "/server.pem", "--key", directory + "/server.key",
                 "--public-key", directory + "/signing.pub", "--record", directory + "/record.jsonl",
                 "--control", controlFile,
-            ] + appKeyArguments
+            ] + appKeyArguments + (droppable ? ["--droppable"] : [])
         try launch()
     }
 
@@ -132,7 +135,8 @@ package final class APNsSimulator {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// Scripts the answers for device tokens: token → {"status", "reason", "timestamp", "delay_ms"}.
+    /// Scripts the answers for device tokens: token → {"status", "reason", "timestamp", "delay_ms",
+    /// "drop_once"}.
     package func script(_ answers: [String: [String: Any]]) throws {
         let data = try JSONSerialization.data(withJSONObject: answers)
         try data.write(to: URL(fileURLWithPath: controlFile))
@@ -144,6 +148,12 @@ package final class APNsSimulator {
         return try text.split(separator: "\n").map {
             try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:]
         }
+    }
+
+    /// Tokens whose request cut the connections (`drop_once`), in order.
+    package func drops() -> [String] {
+        let text = (try? String(contentsOfFile: directory + "/record.jsonl.drops", encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").map(String.init)
     }
 
     /// Tokens of requests with a scripted delay, as they arrived (before being answered).

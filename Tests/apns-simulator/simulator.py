@@ -6,16 +6,21 @@ file. Answers can be scripted per device token through the control file (JSON ob
 token to {"status": N, "reason": "...", "timestamp": ms}); the key "*" may give a random failure mix for
 every other token ({"failure_fraction": 0.3, "failures": [[503, "ServiceUnavailable"], [429, ...]]}) and
 a delay for the others ({"delay_ms": 3000});
-unscripted valid requests get 200.
+unscripted valid requests get 200. With --droppable the server sits behind a TCP relay in this
+process, and a token scripted {"drop_once": true} makes the first request for it cut every client
+connection at once (no answer, no GOAWAY, as when a network path or a peer dies); later requests
+for it get 200.
 
 usage: simulator.py --port N --cert CERT --key KEY --public-key PEM --record FILE [--control FILE]
                     [--app-key KID:BUNDLE_ID:PEM ...]   (a key bound to one app's topic)
+                    [--droppable]
 """
 import argparse
 import asyncio
 import base64
 import json
 import random
+import socket
 import time
 import uuid
 
@@ -31,8 +36,47 @@ def b64url_decode(text):
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
+class DroppingRelay:
+    """Relays TCP to the real server and can cut every client connection at once."""
+
+    def __init__(self, target_port):
+        self.target_port = target_port
+        self.connections = set()
+
+    async def handle(self, client_reader, client_writer):
+        try:
+            server_reader, server_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        except OSError:
+            client_writer.transport.abort()
+            return
+        pair = (client_writer, server_writer)
+        self.connections.add(pair)
+
+        async def pipe(reader, writer):
+            try:
+                while data := await reader.read(65536):
+                    writer.write(data)
+                    await writer.drain()
+                writer.close()
+            except (ConnectionError, OSError):
+                writer.transport.abort()
+
+        try:
+            await asyncio.gather(pipe(client_reader, server_writer), pipe(server_reader, client_writer))
+        finally:
+            self.connections.discard(pair)
+
+    def drop(self):
+        for client, server in list(self.connections):
+            client.transport.abort()
+            server.transport.abort()
+        self.connections.clear()
+
+
 class Simulator:
-    def __init__(self, public_key, record_path, control_path, app_keys=None):
+    def __init__(self, public_key, record_path, control_path, app_keys=None, relay=None):
+        self.relay = relay
+        self.dropped = set()
         self.public_key = public_key
         # key id -> (public key, bundle id): a provider token with this kid verifies with that key only,
         # and only for that app's topic, as APNs binds a key to its team's apps.
@@ -118,6 +162,12 @@ class Simulator:
         elif len(body) > 4096:
             status, reason = 413, "PayloadTooLarge"
         elif (script := self.scripted(token)) is not None:
+            if script.get("drop_once") and self.relay and token not in self.dropped:
+                self.dropped.add(token)
+                with open(self.record_path + ".drops", "a") as drops:
+                    drops.write(token + "\n")
+                self.relay.drop()
+                return
             status, reason = script.get("status", 200), script.get("reason")
             if "timestamp" in script:
                 extra["timestamp"] = script["timestamp"]
@@ -149,6 +199,7 @@ def main():
     parser.add_argument("--record", required=True)
     parser.add_argument("--control")
     parser.add_argument("--app-key", action="append", default=[], help="KID:BUNDLE_ID:PUBLIC_KEY_PEM")
+    parser.add_argument("--droppable", action="store_true", help="serve behind a relay that can cut connections")
     arguments = parser.parse_args()
     with open(arguments.public_key, "rb") as pem:
         public_key = serialization.load_pem_public_key(pem.read())
@@ -157,14 +208,32 @@ def main():
         kid, bundle, path = entry.split(":", 2)
         with open(path, "rb") as pem:
             app_keys[kid] = (serialization.load_pem_public_key(pem.read()), bundle)
+    asyncio.run(run(arguments, public_key, app_keys))
+
+
+async def run(arguments, public_key, app_keys):
+    relay = None
+    port = arguments.port
+    if arguments.droppable:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        relay = DroppingRelay(port)
     config = Config()
-    config.bind = [f"127.0.0.1:{arguments.port}"]
+    config.bind = [f"127.0.0.1:{port}"]
     config.certfile = arguments.cert
     config.keyfile = arguments.key
     config.alpn_protocols = ["h2"]
     config.keep_alive_max_requests = 10**9
     config.loglevel = "WARNING"
-    asyncio.run(serve(Simulator(public_key, arguments.record, arguments.control, app_keys), config))
+    simulator = Simulator(public_key, arguments.record, arguments.control, app_keys, relay)
+    if relay is None:
+        await serve(simulator, config)
+        return
+    server = asyncio.ensure_future(serve(simulator, config))
+    listener = await asyncio.start_server(relay.handle, "127.0.0.1", arguments.port)
+    async with listener:
+        await server
 
 
 if __name__ == "__main__":

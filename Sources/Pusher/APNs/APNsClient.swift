@@ -49,6 +49,7 @@ public final class APNsClient {
     private let multi: UnsafeMutableRawPointer
     private let caFile: String?
     private let timeoutMilliseconds: Int
+    private let maximumIdleSeconds: Int
     /// Connections opened since start (new TLS handshakes): few, when multiplexing works.
     public private(set) var connectionsOpened = 0
     /// Transfers of earlier batches, kept to be reused: their handles need no setting up again.
@@ -60,10 +61,13 @@ public final class APNsClient {
     ///   - connectionsPerHost: connections to one APNs host at most; requests beyond what their
     ///     streams allow (each connection takes as many as the server's SETTINGS advertise) wait
     ///     for a free stream instead of opening more connections.
+    ///   - maximumIdleSeconds: a connection idle longer is not reused but replaced (default a day:
+    ///     APNs asks for connections kept for hours and treats frequent reconnects as abuse).
     /// - Throws: `PusherStartupError` when libcurl lacks HTTP/2 or the multi handle cannot be made.
-    public init(caFile: String? = nil, timeoutMilliseconds: Int = 10_000, connectionsPerHost: Int = 8)
-        throws(PusherStartupError)
-    {
+    public init(
+        caFile: String? = nil, timeoutMilliseconds: Int = 10_000, connectionsPerHost: Int = 8,
+        maximumIdleSeconds: Int = 86_400
+    ) throws(PusherStartupError) {
         try CurlLibrary.current.requireHTTP2()
         guard let multi = curl_multi_init() else { throw PusherStartupError("curl_multi_init failed") }
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
@@ -77,6 +81,7 @@ public final class APNsClient {
         self.multi = multi
         self.caFile = caFile
         self.timeoutMilliseconds = timeoutMilliseconds
+        self.maximumIdleSeconds = maximumIdleSeconds
     }
 
     deinit {
@@ -108,7 +113,9 @@ public final class APNsClient {
                 if let idle = idleTransfers.popLast() {
                     transfer = idle
                 } else {
-                    transfer = try CurlTransfer(caFile: caFile, timeoutMilliseconds: timeoutMilliseconds)
+                    transfer = try CurlTransfer(
+                        caFile: caFile, timeoutMilliseconds: timeoutMilliseconds, maximumIdleSeconds: maximumIdleSeconds
+                    )
                 }
                 try transfer.prepare(
                     index: index, url: request.baseURL + "/3/device/" + request.deviceToken, headers: headers,

@@ -18,8 +18,11 @@ final class CurlTransfer {
     /// APNs payload is at most 4 KB) and grown only for a larger body.
     private var bodyBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
 
+    /// - Parameter maximumIdleSeconds: how long a connection may sit idle and still be reused (libcurl's
+    ///   default, 118 s, would reconnect after every quiet two minutes; APNs wants connections kept
+    ///   for hours). Idle connections send TCP keepalives, so a dead path is noticed while idle.
     /// - Throws: `APNsTransportError` if libcurl refuses an option (an old or odd build).
-    init(caFile: String?, timeoutMilliseconds: Int) throws(APNsTransportError) {
+    init(caFile: String?, timeoutMilliseconds: Int, maximumIdleSeconds: Int) throws(APNsTransportError) {
         guard let handle = curl_easy_init() else { throw APNsTransportError("curl_easy_init failed") }
         self.handle = handle
         let me = Unmanaged.passUnretained(self).toOpaque()
@@ -29,6 +32,10 @@ final class CurlTransfer {
             ccurl_easy_setopt_long(handle, CURLOPT_PIPEWAIT, 1),
             ccurl_easy_setopt_long(handle, CURLOPT_TIMEOUT_MS, timeoutMilliseconds),
             ccurl_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1),
+            ccurl_easy_setopt_long(handle, CURLOPT_MAXAGE_CONN, maximumIdleSeconds),
+            ccurl_easy_setopt_long(handle, CURLOPT_TCP_KEEPALIVE, 1),
+            ccurl_easy_setopt_long(handle, CURLOPT_TCP_KEEPIDLE, 60),
+            ccurl_easy_setopt_long(handle, CURLOPT_TCP_KEEPINTVL, 30),
             ccurl_easy_setopt_write_function(handle, Self.onBody),
             ccurl_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, me),
             ccurl_easy_setopt_header_function(handle, Self.onHeader),
