@@ -2,7 +2,8 @@
 # Pushes per second through one pusher (release build) to a local HTTP/2 sink that is not the
 # bottleneck: nghttpd (C, nghttp2) answering every POST with 200. Reports the sink's CPU too.
 # Ends with one line:
-#   pushes_per_s=N p50_ms=X p99_ms=Y connections=C sink_cpu_pct=P
+#   pushes_per_s=N p50_ms=X p99_ms=Y connections=C sink_cpu_pct=P workers=W
+# WORKERS sets the push workers (default 2, as deliveryd), PUSHES the pushes (30,000), BATCH the batch size.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
@@ -58,4 +59,4 @@ elapsed=$(awk -v s="$started" -v e="$(date +%s.%N)" 'BEGIN { print e - s }')
 after=$(ticks)
 # The sink's CPU over the whole run (setup included, where it idles): a share of one core.
 sink_cpu=$(awk -v t=$((after - before)) -v hz="$hz" -v s="$elapsed" 'BEGIN { printf "%.0f", 100 * t / hz / s }')
-echo "${result% batch=*} sink_cpu_pct=${sink_cpu}"
+echo "${result% batch=*} sink_cpu_pct=${sink_cpu} workers=${result##*workers=}"

@@ -1,17 +1,18 @@
 import Dispatch
 import Synchronization
 
-/// Wakes the push worker when a transaction has queued pushes, so a committed change goes out at
+/// Wakes the push workers when a transaction has queued pushes, so a committed change goes out at
 /// once instead of at the next poll.
 ///
-/// Signals coalesce: any number of `notify()` calls while the worker is busy leave one pending
-/// wake-up, after which the worker drains everything that is due. One worker waits on a signal.
+/// Each worker remembers how many notifications it has seen: a wait returns at once if one came
+/// since (so notifies while a worker is busy are never lost, and any number of them coalesce into
+/// one wake-up), and otherwise until the next `notify()`, which wakes every waiting worker.
 public final class OutboxSignal: Sendable {
     private struct State {
-        var pending = false
-        var waiter: CheckedContinuation<Void, Never>?
-        /// Tells a timeout which wait it belongs to, so a late timer never wakes a newer wait.
-        var generation: UInt64 = 0
+        var notifications: UInt64 = 0
+        /// Waits in progress by id; `nil` until the waiting task has parked its continuation.
+        var waiters: [UInt64: CheckedContinuation<Void, Never>?] = [:]
+        var nextWaitID: UInt64 = 0
     }
 
     private let state = Mutex(State())
@@ -20,54 +21,44 @@ public final class OutboxSignal: Sendable {
 
     /// Says that due rows may be waiting; cheap enough to call after every commit.
     public func notify() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard let waiter = state.waiter else {
-                state.pending = true
-                return nil
-            }
-            state.waiter = nil
-            return waiter
+        let woken = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.notifications &+= 1
+            let woken = state.waiters.values.compactMap { $0 }
+            state.waiters.removeAll()
+            return woken
         }
-        waiter?.resume()
+        for waiter in woken { waiter.resume() }
     }
 
-    /// Waits for the next signal, or until `timeout` passes (rows scheduled for a later retry have
-    /// no commit to signal them).
-    func wait(timeout: Duration) async {
-        let generation = state.withLock { state -> UInt64? in
-            if state.pending {
-                state.pending = false
-                return nil
-            }
-            state.generation &+= 1
-            return state.generation
+    /// Waits for a notification newer than the `seen` count, or until `timeout` passes (rows
+    /// scheduled for a later retry have no commit to signal them).
+    /// - Returns: the notification count now seen, for the next call.
+    func wait(after seen: UInt64, timeout: Duration) async -> UInt64 {
+        let id = state.withLock { state -> UInt64? in
+            guard state.notifications == seen else { return nil }
+            state.nextWaitID &+= 1
+            state.waiters[state.nextWaitID] = .some(nil)
+            return state.nextWaitID
         }
-        guard let generation else { return }
-        // A late timer is harmless: `expire` ignores a wait that is over (its generation moved on).
-        let (seconds, attoseconds) = timeout.components
-        let delay = Double(seconds) + Double(attoseconds) / 1e18
-        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in self?.expire(generation) }
-        await withCheckedContinuation { continuation in
-            let resumeNow = state.withLock { state -> Bool in
-                precondition(state.waiter == nil, "two tasks wait on one OutboxSignal")
-                if state.pending || state.generation != generation {
-                    state.pending = false
+        if let id {
+            let (seconds, attoseconds) = timeout.components
+            let delay = Double(seconds) + Double(attoseconds) / 1e18
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in self?.expire(id) }
+            await withCheckedContinuation { continuation in
+                // A notify or the timer may have ended this wait already (its entry is gone).
+                let parked = state.withLock { state -> Bool in
+                    guard state.waiters[id] != nil else { return false }
+                    state.waiters[id] = continuation
                     return true
                 }
-                state.waiter = continuation
-                return false
+                if !parked { continuation.resume() }
             }
-            if resumeNow { continuation.resume() }
         }
+        return state.withLock { $0.notifications }
     }
 
-    private func expire(_ generation: UInt64) {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard state.generation == generation else { return nil }
-            state.generation &+= 1
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume()
+    private func expire(_ id: UInt64) {
+        let waiter = state.withLock { state in state.waiters.removeValue(forKey: id) }
+        if let waiter, let continuation = waiter { continuation.resume() }
     }
 }

@@ -61,22 +61,23 @@ public final class PushWorker {
     private let bookkeepingFailure = FailureBox()
     /// The last batch's outcomes, written once the next batch is claimed (see `runBatch`).
     private var heldCompletions: (completions: [PushCompletion], now: Date)?
-    /// Environments whose credentials or topic APNs refused: nothing is sent to them until then.
-    private var pausedUntil: [PushEnvironment: Date] = [:]
-    /// The next pause of each environment: doubles while APNs keeps refusing, reset by a success.
-    private var nextPause: [PushEnvironment: TimeInterval] = [:]
+    /// Environments whose credentials or topic APNs refused: nothing is sent to them meanwhile.
+    private let pauses: EnvironmentPauses
 
     /// - Parameters:
     ///   - tokens: the provider tokens of the default app's key; `nil` with a sender that needs none.
     ///   - appTokens: the keys of further apps by bundle id: each activity is pushed with its app's key.
     ///   - metrics: where sends, failures and latencies are counted (default: a registry of its own).
     ///   - logger: failures at warning, each accepted push at debug, with the request id behind it.
+    ///   - owner: this worker's name on the rows it leases; several workers need different ones.
+    ///   - pauses: shared by the workers of one process (default: this worker's own).
     public init(
         store: any DeliveryStore, sender: any PushSender, tokens: ProviderTokenCache?,
         appTokens: [String: ProviderTokenCache] = [:], configuration: PusherConfiguration,
         owner: String = "pusher-\(getpid())", metrics: PushMetrics = PushMetrics(registry: MetricsRegistry()),
-        logger: Logger = Logger(label: "pusher")
+        logger: Logger = Logger(label: "pusher"), pauses: EnvironmentPauses = EnvironmentPauses()
     ) {
+        self.pauses = pauses
         self.metrics = metrics
         self.logger = logger
         self.store = store
@@ -106,11 +107,12 @@ public final class PushWorker {
     public func run(
         signal: OutboxSignal, idlePoll: Duration = .seconds(1), onError: @Sendable (any Error) -> Void
     ) async {
+        var seenNotifications: UInt64 = 0
         while !Task.isCancelled {
             do {
                 if try await runBatch(now: Date(), overlapBookkeeping: true) == 0 {
                     try flushBookkeeping()
-                    await signal.wait(timeout: idlePoll)
+                    seenNotifications = await signal.wait(after: seenNotifications, timeout: idlePoll)
                 }
             } catch {
                 onError(error)
@@ -168,7 +170,7 @@ public final class PushWorker {
         for item in items {
             switch plan(item, context: context, now: now) {
             case .send(let entry):
-                if let until = pausedUntil[entry.environment], until > now {
+                if let until = pauses.pausedUntil(entry.environment, now: now) {
                     completions.append(
                         PushCompletion(item: entry.item, outcome: .retry(at: until, error: "environment_paused")))
                 } else {
@@ -374,7 +376,7 @@ public final class PushWorker {
                 configuration.retryPolicy.isExhausted(firstAttempt: item.createdAt, now: now)
                 ? .dead(reason: "gave up: \(reason)") : .retry(at: until, error: reason)
         }
-        if case .delivered = action { nextPause[entry.environment] = nil }
+        if case .delivered = action { pauses.delivered(entry.environment) }
         if case .retry = completion.outcome { metrics.pushes.increment([event, "retried"]) }
         if case .dead = completion.outcome, action != .deadLetter {
             metrics.pushes.increment([event, "dead_lettered"])
@@ -387,11 +389,9 @@ public final class PushWorker {
     /// Sending on would only burn the queue into failures: the rows wait (their retry deadline still
     /// runs, after which they become dead letters an admin can replay once the setting is fixed).
     private func pause(_ environment: PushEnvironment, reason: String, now: Date) -> Date {
-        if let until = pausedUntil[environment], until > now { return until }
-        let length = nextPause[environment] ?? configuration.firstPause
-        nextPause[environment] = min(length * 2, configuration.maximumPause)
-        let until = now.addingTimeInterval(length)
-        pausedUntil[environment] = until
+        let (until, started) = pauses.pause(
+            environment, now: now, first: configuration.firstPause, maximum: configuration.maximumPause)
+        guard let length = started else { return until }
         metrics.environmentPauses.increment([environment.rawValue, reason])
         logger.error(
             "apns.environment_paused",

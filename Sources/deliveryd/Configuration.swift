@@ -27,6 +27,7 @@ struct Configuration: Sendable {
     var requestTimeoutSeconds = 10
     var idleTimeoutSeconds = 60
     var pushLeaseSeconds = 30
+    var pushWorkers = 2
     /// Further apps with keys of their own: bundle id → key file, key id, team id.
     var apnsApps: [AppKey] = []
 
@@ -227,6 +228,11 @@ struct Configuration: Sendable {
         integerSetting(
             flag: "--idle-timeout", environment: "DELIVERYD_IDLE_TIMEOUT", range: 1...3600,
             help: "seconds an idle keep-alive connection is kept (default 60)", keyPath: \.idleTimeoutSeconds
+        ),
+        integerSetting(
+            flag: "--push-workers", environment: "DELIVERYD_PUSH_WORKERS", range: 1...16,
+            help: "push workers sending side by side, each with its own APNs connections (default 2)",
+            keyPath: \.pushWorkers
         ),
         integerSetting(
             flag: "--push-lease", environment: "DELIVERYD_PUSH_LEASE", range: 1...600,

@@ -185,10 +185,10 @@ StorageMetrics.register(in: registry, statistics: storage.commitStatistics)
 
 signal(SIGTERM, SIG_IGN)
 signal(SIGINT, SIG_IGN)
-/// The push worker's task, so that a stop can let it finish its batch first.
+/// The push workers' tasks, so that a stop can let each finish its batch first.
 final class PusherHandle: Sendable {
-    let task = Mutex<Task<Void, Never>?>(nil)
-    let finished = DispatchSemaphore(value: 0)
+    let tasks = Mutex<[Task<Void, Never>]>([])
+    let finished = DispatchGroup()
 }
 let pusherHandle = PusherHandle()
 
@@ -202,11 +202,9 @@ for source in stopSignals {
         DispatchQueue.global().async {
             server.shutdown()
             logger.info("http.stopped")
-            if let task = pusherHandle.task.withLock({ $0 }) {
-                task.cancel()
-                if pusherHandle.finished.wait(timeout: .now() + 15) == .timedOut {
-                    logger.warning("pusher.stop_timeout", ["note": "leased pushes are sent again after the lease"])
-                }
+            for task in pusherHandle.tasks.withLock({ $0 }) { task.cancel() }
+            if pusherHandle.finished.wait(timeout: .now() + 15) == .timedOut {
+                logger.warning("pusher.stop_timeout", ["note": "leased pushes are sent again after the lease"])
             }
             logger.info("service.stopped")
             exit(0)
@@ -265,35 +263,44 @@ let pusherConfiguration = PusherConfiguration(
 )
 let pushMetrics = PushMetrics(registry: registry)
 
-/// The push worker drains the outbox; a crash or stop mid-batch loses nothing (leases expire).
-let pusherTask = Task.detached {
-    defer { pusherHandle.finished.signal() }
-    let sender: any PushSender
-    var tokens: ProviderTokenCache?
-    var appTokens: [String: ProviderTokenCache] = [:]
-    if usesAPNs {
-        do {
-            sender = try APNsClient(caFile: configuration.apnsCAFile)
-        } catch {
-            logger.error("pusher.start_failed", ["error": .string("\(error)")])
-            exit(1)
+/// Provider tokens per key, shared by the workers: each is minted once per refresh window.
+let tokens: ProviderTokenCache? = {
+    guard let signingKey, let keyID = configuration.apnsKeyID, let teamID = configuration.apnsTeamID else { return nil }
+    return ProviderTokenCache(key: signingKey, keyID: keyID, teamID: teamID)
+}()
+let appTokens = Dictionary(
+    uniqueKeysWithValues: appKeys.map {
+        ($0.bundleID, ProviderTokenCache(key: $0.key, keyID: $0.keyID, teamID: $0.teamID))
+    })
+let environmentPauses = EnvironmentPauses()
+
+/// The push workers drain the outbox side by side, each with its own connections and leases (the
+/// claim never gives two workers rows of one activity); a crash or stop mid-batch loses nothing.
+/// A worker's thread blocks while its batch is on the wire; nothing else that must be quick runs on
+/// Swift's default executor (the HTTP server has threads of its own).
+for index in 0..<configuration.pushWorkers {
+    pusherHandle.finished.enter()
+    let task = Task.detached {
+        defer { pusherHandle.finished.leave() }
+        let sender: any PushSender
+        if usesAPNs {
+            do {
+                sender = try APNsClient(caFile: configuration.apnsCAFile)
+            } catch {
+                logger.error("pusher.start_failed", ["error": .string("\(error)")])
+                exit(1)
+            }
+        } else {
+            sender = LogSender()
         }
-        if let signingKey, let keyID = configuration.apnsKeyID, let teamID = configuration.apnsTeamID {
-            tokens = ProviderTokenCache(key: signingKey, keyID: keyID, teamID: teamID)
+        let worker = PushWorker(
+            store: storage, sender: sender, tokens: tokens, appTokens: appTokens, configuration: pusherConfiguration,
+            owner: "pusher-\(getpid())-\(index)", metrics: pushMetrics,
+            logger: Logger(label: "pusher", minimumLevel: configuration.logLevel), pauses: environmentPauses)
+        await worker.run(signal: outboxSignal) { error in
+            logger.error("pusher.batch_failed", ["error": .string("\(error)")])
         }
-        for app in appKeys {
-            appTokens[app.bundleID] = ProviderTokenCache(key: app.key, keyID: app.keyID, teamID: app.teamID)
-        }
-    } else {
-        sender = LogSender()
     }
-    let worker = PushWorker(
-        store: storage, sender: sender, tokens: tokens, appTokens: appTokens, configuration: pusherConfiguration,
-        metrics: pushMetrics,
-        logger: Logger(label: "pusher", minimumLevel: configuration.logLevel))
-    await worker.run(signal: outboxSignal) { error in
-        logger.error("pusher.batch_failed", ["error": .string("\(error)")])
-    }
+    pusherHandle.tasks.withLock { $0.append(task) }
 }
-pusherHandle.task.withLock { $0 = pusherTask }
 dispatchMain()

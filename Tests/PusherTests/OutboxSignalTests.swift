@@ -10,10 +10,10 @@ struct OutboxSignalTests {
     @Test func notifyWakesAWaitingWorker() async {
         let signal = OutboxSignal()
         let started = ContinuousClock.now
-        async let waited: Void = signal.wait(timeout: .seconds(600))
+        async let waited = signal.wait(after: 0, timeout: .seconds(600))
         try? await Task.sleep(for: .milliseconds(50))
         signal.notify()
-        await waited
+        #expect(await waited == 1)
         #expect(ContinuousClock.now - started < .seconds(300))
     }
 
@@ -23,10 +23,27 @@ struct OutboxSignalTests {
         signal.notify()
         signal.notify()
         let started = ContinuousClock.now
-        await signal.wait(timeout: .seconds(600))
+        let seen = await signal.wait(after: 0, timeout: .seconds(600))
         #expect(ContinuousClock.now - started < .seconds(300))
         let second = ContinuousClock.now
-        await signal.wait(timeout: .milliseconds(200))
+        #expect(await signal.wait(after: seen, timeout: .milliseconds(200)) == seen)
         #expect(ContinuousClock.now - second >= .milliseconds(150))
+    }
+
+    /// One notify wakes every waiting worker, and a worker busy at the time sees it on its next wait.
+    @Test func notifyWakesEveryWorker() async {
+        let signal = OutboxSignal()
+        let started = ContinuousClock.now
+        async let first = signal.wait(after: 0, timeout: .seconds(600))
+        async let second = signal.wait(after: 0, timeout: .seconds(600))
+        try? await Task.sleep(for: .milliseconds(50))
+        signal.notify()
+        #expect(await first == 1)
+        #expect(await second == 1)
+        #expect(ContinuousClock.now - started < .seconds(300))
+        // A third worker that was busy during that notify returns at once.
+        let busy = ContinuousClock.now
+        #expect(await signal.wait(after: 0, timeout: .seconds(600)) == 1)
+        #expect(ContinuousClock.now - busy < .seconds(300))
     }
 }

@@ -379,3 +379,59 @@ struct ConnectionDropTests {
         #expect(accepted.map { $0["status"] as? Int } == [200], "the dropped token is answered after the reconnect")
     }
 }
+
+@Suite("Two workers side by side", .serialized)
+struct TwoWorkersTests {
+    /// Two workers drain one outbox as deliveryd runs them (`run`, one signal, shared pauses): every
+    /// activity gets exactly one accepted push, none is claimed by both.
+    @Test func twoWorkersNeverSendOneActivityTwice() async throws {
+        let directory = NSTemporaryDirectory() + "two-workers-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try Database.open(StorageConfiguration(dataDirectory: directory, synchronous: .normal))
+        let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
+        defer { simulator.stop() }
+        let now = Date()
+        let count = 2000
+        let orders = try (0..<count).map { index in
+            try OrderDraft(
+                number: "W-\(index)", merchantName: "Pizza Roma", items: [.init(name: "Tea", quantity: 1, price: 2)],
+                customer: .init(id: "c-\(index)", name: "Ana", phone: "+49 30 1234567", locale: "en"),
+                address: "Somewhere 1", payment: .init(method: "cash", brand: nil, last4: nil),
+                estimatedArrival: now.addingTimeInterval(1800), note: nil
+            ).validated(id: "o-\(index)", merchantID: "m-1", by: .admin, at: now)
+        }
+        try store.bulkInsert(orders, activitiesPerOrder: 1, now: now)
+        try store.bulkQueuePushes(orderIDs: orders.map(\.0.id), now: now)
+
+        let signal = OutboxSignal()
+        let pauses = EnvironmentPauses()
+        let caFile = simulator.caFile
+        let baseURL = simulator.baseURL
+        let tokens = ProviderTokenCache(
+            key: try P256SigningKey(pem: testKeyPEM), keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
+        let workers = (0..<2).map { index in
+            Task.detached {
+                guard let client = try? APNsClient(caFile: caFile) else { return }
+                let worker = PushWorker(
+                    store: store, sender: client, tokens: tokens,
+                    configuration: PusherConfiguration(
+                        developmentURL: baseURL, productionURL: baseURL, batchSize: 200),
+                    owner: "worker-\(index)", logger: Logger(label: "test", minimumLevel: .error), pauses: pauses)
+                await worker.run(signal: signal, idlePoll: .milliseconds(50)) { _ in }
+            }
+        }
+        signal.notify()
+        let deadline = Date().addingTimeInterval(120)
+        while try store.outboxDepth().count > 0, Date() < deadline { try await Task.sleep(for: .milliseconds(100)) }
+        for worker in workers { worker.cancel() }
+        for worker in workers { await worker.value }
+
+        #expect(try store.outboxDepth().count == 0)
+        var accepted: [String: Int] = [:]
+        for record in try simulator.records() where record["status"] as? Int == 200 {
+            accepted[record["token"] as? String ?? "", default: 0] += 1
+        }
+        #expect(accepted.count == count)
+        #expect(accepted.values.allSatisfy { $0 == 1 }, "an activity was pushed twice")
+    }
+}

@@ -9,7 +9,7 @@ import Telemetry
 // Pushes per second through one PushWorker: outbox claim, planning from SQLite, payloads, ES256
 // provider token, HTTP/2 over TLS to a sink, and the push-log and outbox bookkeeping.
 // usage: pusher-bench PUSHES SINK_URL CA_FILE DATA_DIR
-// Prints `pushes_per_s=N p50_ms=X p99_ms=Y connections=C batch=B` last.
+// Prints `pushes_per_s=N p50_ms=X p99_ms=Y connections=C batch=B workers=W` last.
 
 let arguments = CommandLine.arguments
 guard arguments.count == 5, let pushCount = Int(arguments[1]) else {
@@ -38,27 +38,35 @@ let caFile = arguments[3]
 let batchSize = Int(ProcessInfo.processInfo.environment["BATCH"] ?? "") ?? PusherConfiguration().batchSize
 let configuration = PusherConfiguration(developmentURL: sinkURL, productionURL: sinkURL, batchSize: batchSize)
 let connections = Mutex(0)
-let signal = OutboxSignal()
 
-// The worker runs as deliveryd runs it (`run`, with batch writes overlapping the next send).
+// Each worker runs as deliveryd runs it (`run`, with batch writes overlapping the next send).
 let started = Date()
-let pusher = Task.detached {
-    do {
-        let client = try APNsClient(caFile: caFile)
-        let worker = PushWorker(
-            store: database, sender: client,
-            tokens: ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
-            configuration: configuration, metrics: PushMetrics(registry: MetricsRegistry()),
-            logger: Logger(label: "bench", minimumLevel: .error)
-        )
-        await worker.run(signal: signal, idlePoll: .milliseconds(20)) { error in
-            FileHandle.standardError.write(Data("batch failed: \(error)\n".utf8))
-        }
-        connections.withLock { $0 = client.connectionsOpened }
-    } catch {
-        FileHandle.standardError.write(Data("cannot start: \(error)\n".utf8))
-        exit(1)
-    }
+// Workers side by side as deliveryd runs them (`--push-workers`, default 2), sharing one signal.
+let workerCount = Int(ProcessInfo.processInfo.environment["WORKERS"] ?? "") ?? 2
+let signal = OutboxSignal()
+let pauses = EnvironmentPauses()
+var pushers: [Task<Void, Never>] = []
+for workerIndex in 0..<workerCount {
+    pushers.append(
+        Task.detached {
+            do {
+                let client = try APNsClient(caFile: caFile)
+                let worker = PushWorker(
+                    store: database, sender: client,
+                    tokens: ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
+                    configuration: configuration, owner: "bench-\(workerIndex)",
+                    metrics: PushMetrics(registry: MetricsRegistry()),
+                    logger: Logger(label: "bench", minimumLevel: .error), pauses: pauses
+                )
+                await worker.run(signal: signal, idlePoll: .milliseconds(20)) { error in
+                    FileHandle.standardError.write(Data("batch failed: \(error)\n".utf8))
+                }
+                connections.withLock { $0 += client.connectionsOpened }
+            } catch {
+                FileHandle.standardError.write(Data("cannot start: \(error)\n".utf8))
+                exit(1)
+            }
+        })
 }
 signal.notify()
 // Counting the backlog costs a scan of it: look every 50 ms (≤ 2 % of a 3 s run), not more often,
@@ -67,8 +75,8 @@ while try database.outboxDepth().count > 0 {
     try await Task.sleep(for: .milliseconds(50))
 }
 let seconds = Date().timeIntervalSince(started)
-pusher.cancel()
-await pusher.value
+for pusher in pushers { pusher.cancel() }
+for pusher in pushers { await pusher.value }
 
 var latencies: [Int] = []
 var accepted = 0
@@ -89,5 +97,5 @@ print("pushed \(pushCount) in \(String(format: "%.2f", seconds)) s; outbox left 
 print(
     "pushes_per_s=\(Int(Double(pushCount) / seconds)) p50_ms=\(latencies[latencies.count / 2]) "
         + "p99_ms=\(latencies[latencies.count * 99 / 100]) connections=\(connectionsUsed) "
-        + "batch=\(configuration.batchSize)"
+        + "batch=\(configuration.batchSize) workers=\(workerCount)"
 )
