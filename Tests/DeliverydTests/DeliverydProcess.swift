@@ -44,7 +44,7 @@ final class DeliverydProcess {
     init(extraArguments: [String] = [], dataDirectory: String? = nil, keepData: Bool = false, port: UInt16? = nil)
         throws
     {
-        self.port = port ?? UInt16.random(in: 20_000...40_000)
+        self.port = port ?? UInt16.random(in: 21_000...32_000)
         self.dataDirectory = dataDirectory ?? NSTemporaryDirectory() + "deliveryd-e2e-" + UUID().uuidString
         self.keepData = keepData
         process.executableURL = Self.executableURL

@@ -19,6 +19,21 @@ func createOrder(in store: Database, id: String, number: String, at now: Date) t
     _ = try store.createOrder(order, event: event, trackingTokenHash: nil, now: now)
 }
 
+/// `count` orders `o-0`… with one activity each (tokens `token-o-N-0`) and one due push per order.
+func queuePushes(_ count: Int, numbered prefix: String, in store: Database, at now: Date) throws {
+    let orders = try (0..<count).map { index in
+        try OrderDraft(
+            number: "\(prefix)-\(index)", merchantName: "Pizza Roma",
+            items: [.init(name: "Tea", quantity: 1, price: 2)],
+            customer: .init(id: "c-\(index)", name: "Ana", phone: "+49 30 1234567", locale: "en"),
+            address: "Somewhere 1", payment: .init(method: "cash", brand: nil, last4: nil),
+            estimatedArrival: now.addingTimeInterval(1800), note: nil
+        ).validated(id: "o-\(index)", merchantID: "m-1", by: .admin, at: now)
+    }
+    try store.bulkInsert(orders, activitiesPerOrder: 1, now: now)
+    try store.bulkQueuePushes(orderIDs: orders.map(\.0.id), now: now)
+}
+
 @Suite("Push worker: outbox to APNs simulator", .serialized)
 struct PushWorkerTests {
     /// A status change reaches the live activity as one update; a token APNs reports unregistered is
@@ -174,16 +189,7 @@ struct RetryUnderLoadTests {
         try simulator.script(script)
 
         let now = Date()
-        let orders = try (0..<count).map { index in
-            try OrderDraft(
-                number: "L-\(index)", merchantName: "Pizza Roma", items: [.init(name: "Tea", quantity: 1, price: 2)],
-                customer: .init(id: "c-\(index)", name: "Ana", phone: "+49 30 1234567", locale: "en"),
-                address: "Somewhere 1", payment: .init(method: "cash", brand: nil, last4: nil),
-                estimatedArrival: now.addingTimeInterval(1800), note: nil
-            ).validated(id: "o-\(index)", merchantID: "m-1", by: .admin, at: now)
-        }
-        try store.bulkInsert(orders, activitiesPerOrder: 1, now: now)
-        try store.bulkQueuePushes(orderIDs: orders.map(\.0.id), now: now)
+        try queuePushes(count, numbered: "L", in: store, at: now)
 
         let worker = PushWorker(
             store: store, sender: try APNsClient(caFile: simulator.caFile),
@@ -340,16 +346,7 @@ struct ConnectionDropTests {
 
         let now = Date()
         let count = 200
-        let orders = try (0..<count).map { index in
-            try OrderDraft(
-                number: "D-\(index)", merchantName: "Pizza Roma", items: [.init(name: "Tea", quantity: 1, price: 2)],
-                customer: .init(id: "c-\(index)", name: "Ana", phone: "+49 30 1234567", locale: "en"),
-                address: "Somewhere 1", payment: .init(method: "cash", brand: nil, last4: nil),
-                estimatedArrival: now.addingTimeInterval(1800), note: nil
-            ).validated(id: "o-\(index)", merchantID: "m-1", by: .admin, at: now)
-        }
-        try store.bulkInsert(orders, activitiesPerOrder: 1, now: now)
-        try store.bulkQueuePushes(orderIDs: orders.map(\.0.id), now: now)
+        try queuePushes(count, numbered: "D", in: store, at: now)
 
         let worker = PushWorker(
             store: store, sender: try APNsClient(caFile: simulator.caFile),
@@ -392,16 +389,7 @@ struct TwoWorkersTests {
         defer { simulator.stop() }
         let now = Date()
         let count = 2000
-        let orders = try (0..<count).map { index in
-            try OrderDraft(
-                number: "W-\(index)", merchantName: "Pizza Roma", items: [.init(name: "Tea", quantity: 1, price: 2)],
-                customer: .init(id: "c-\(index)", name: "Ana", phone: "+49 30 1234567", locale: "en"),
-                address: "Somewhere 1", payment: .init(method: "cash", brand: nil, last4: nil),
-                estimatedArrival: now.addingTimeInterval(1800), note: nil
-            ).validated(id: "o-\(index)", merchantID: "m-1", by: .admin, at: now)
-        }
-        try store.bulkInsert(orders, activitiesPerOrder: 1, now: now)
-        try store.bulkQueuePushes(orderIDs: orders.map(\.0.id), now: now)
+        try queuePushes(count, numbered: "W", in: store, at: now)
 
         let signal = OutboxSignal()
         let pauses = EnvironmentPauses()

@@ -26,7 +26,7 @@ package let testKeyPEM = """
 /// a CA made for the run), started as a child process for one test.
 package final class APNsSimulator {
     package let directory: String
-    package let port: UInt16
+    package private(set) var port: UInt16 = 0
     package private(set) var process = Process()
 
     package static var repositoryRoot: URL {
@@ -71,30 +71,47 @@ package final class APNsSimulator {
             try Self.shell("cd '\(directory)' && openssl pkey -in app-\(index).pem -pubout -out app-\(index).pub")
             appKeyArguments += ["--app-key", "\(appKey.keyID):\(appKey.bundleID):\(directory)/app-\(index).pub"]
         }
-        port = UInt16.random(in: 41_000...59_000)
         let python = Self.repositoryRoot.appendingPathComponent(".venv/bin/python").path
         guard FileManager.default.isExecutableFile(atPath: python) else {
             throw SimulatorError("no test virtualenv at \(python): run `make test`, which creates it")
         }
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments =
-            [
-                Self.repositoryRoot.appendingPathComponent("Tests/apns-simulator/simulator.py").path,
-                "--port", String(port), "--cert", directory + "/server.pem", "--key", directory + "/server.key",
-                "--public-key", directory + "/signing.pub", "--record", directory + "/record.jsonl",
-                "--control", controlFile,
-            ] + appKeyArguments + (droppable ? ["--droppable"] : [])
-        try launch()
+        // Ports below Linux's ephemeral range (32768 up), so that no outgoing connection holds one; a
+        // port another test took makes the simulator exit, and the next try takes another.
+        for attempt in 1...3 {
+            port = UInt16.random(in: 10_000...20_999)
+            process = Process()
+            process.executableURL = URL(fileURLWithPath: python)
+            process.arguments =
+                [
+                    Self.repositoryRoot.appendingPathComponent("Tests/apns-simulator/simulator.py").path,
+                    "--port", String(port), "--cert", directory + "/server.pem", "--key", directory + "/server.key",
+                    "--public-key", directory + "/signing.pub", "--record", directory + "/record.jsonl",
+                    "--control", controlFile,
+                ] + appKeyArguments + (droppable ? ["--droppable"] : [])
+            do {
+                try launch()
+                return
+            } catch  where attempt < 3 {
+                continue
+            } catch {
+                try? FileManager.default.removeItem(atPath: directory)
+                throw error
+            }
+        }
     }
 
+    /// Starts the process and waits until it accepts connections (20 s at most: a loaded machine
+    /// is slow to start Python); throws at once if it exits (its port was taken).
     private func launch() throws {
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        for _ in 0..<200 {
+        for _ in 0..<400 {
             if Self.accepts(port: port) { return }
+            if !process.isRunning { throw SimulatorError("the simulator exited at start (port \(port) taken?)") }
             usleep(50_000)
         }
-        stop()
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
         throw SimulatorError("the simulator did not start listening on \(port)")
     }
 
