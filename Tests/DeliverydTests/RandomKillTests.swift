@@ -12,7 +12,9 @@ struct RandomKillTests {
 
     @Test func acknowledgedChangesAndFinalPushesSurviveRandomKills() throws {
         let kills = Int(ProcessInfo.processInfo.environment["DELIVERYD_SOAK_KILLS"] ?? "") ?? 20
-        let orderCount = kills > 20 ? 3000 : 600
+        let orderCount = kills > 20 ? 1200 : 600
+        // Pause between a rider's requests while the kills go on, so that the load spans them all.
+        let pace = UInt32(25_000 * max(1, kills / 20))
         let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
         defer { simulator.stop() }
         let arguments =
@@ -61,7 +63,9 @@ struct RandomKillTests {
             riders.enter()
             Thread {
                 defer { riders.leave() }
-                Self.ride(mine, port: port, keys: [merchant, riderKey, riderKey, riderKey], acknowledged: acknowledged)
+                Self.ride(
+                    mine, port: port, keys: [merchant, riderKey, riderKey, riderKey], pace: pace,
+                    acknowledged: acknowledged)
             }.start()
         }
 
@@ -136,7 +140,7 @@ struct RandomKillTests {
     /// Moves each order one step per pass until all are delivered; a request cut by a crash is
     /// retried, and a repeat of an applied change is answered `unchanged` (idempotent).
     private static func ride(
-        _ orders: [String], port: UInt16, keys: [String], acknowledged: Acknowledgements
+        _ orders: [String], port: UInt16, keys: [String], pace: UInt32, acknowledged: Acknowledgements
     ) {
         for step in path.indices {
             for id in orders {
@@ -146,7 +150,7 @@ struct RandomKillTests {
                     if let answer, answer.status == 200 {
                         acknowledged.record(id, step: step)
                         // Paced while the kills go on, so that the load spans them; then at full speed.
-                        if !acknowledged.killsOver { usleep(25_000) }
+                        if !acknowledged.killsOver { usleep(pace) }
                         break
                     }
                     if let answer, (400..<500).contains(answer.status) {
