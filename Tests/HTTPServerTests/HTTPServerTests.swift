@@ -231,3 +231,27 @@ struct ServerSocketTests {
         #expect(!"\(entries[0])".contains("secret"))
     }
 }
+
+@Suite("Handler threads", .serialized)
+struct HandlerPoolTests {
+    /// 32 pooled handlers that each wait until all 32 run at once still get answered: the handler
+    /// threads (64 by default) let that many block together, as writes waiting for one disk sync do.
+    @Test func manyBlockingHandlersRunAtOnce() throws {
+        let arrived = Atomic<Int>(0)
+        var router = Router()
+        router.add("GET", "/wait") { _ in
+            arrived.wrappingAdd(1, ordering: .relaxed)
+            let deadline = Date().addingTimeInterval(10)
+            while arrived.load(ordering: .relaxed) < 32, Date() < deadline { usleep(1_000) }
+            let together = arrived.load(ordering: .relaxed) >= 32
+            return HTTPResponse(status: together ? 200 : 504, body: [])
+        }
+        let server = try HTTPServer(
+            configuration: HTTPServerConfiguration(address: ListenAddress(host: "127.0.0.1", port: 0)), router: router)
+        try server.start()
+        defer { server.shutdown() }
+        let connections = try (0..<32).map { _ in try RawConnection(port: server.boundAddress.port, timeout: 20) }
+        for connection in connections { connection.send("GET /wait HTTP/1.1\r\nHost: t\r\n\r\n") }
+        for connection in connections { #expect(connection.readResponse()?.status == 200) }
+    }
+}
