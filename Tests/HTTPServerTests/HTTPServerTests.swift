@@ -13,6 +13,9 @@ final class TestServer: Sendable {
 
     let server: HTTPServer
     let log = Log()
+    /// `GET /held` signals `entered` when its handler starts, and answers once `held` is signalled.
+    let held = DispatchSemaphore(value: 0)
+    let entered = DispatchSemaphore(value: 0)
 
     init(
         _ configuration: HTTPServerConfiguration = HTTPServerConfiguration(
@@ -32,6 +35,13 @@ final class TestServer: Sendable {
         router.add("GET", "/slow") { _ in
             usleep(600_000)
             return HTTPResponse(status: 200, body: Array("slow".utf8))
+        }
+        let held = self.held
+        let entered = self.entered
+        router.add("GET", "/held") { _ in
+            entered.signal()
+            held.wait()
+            return HTTPResponse(status: 200, body: Array("held".utf8))
         }
         let log = self.log
         server = try HTTPServer(configuration: configuration, router: router) { entry in
@@ -200,16 +210,21 @@ struct ServerSocketTests {
     @Test func gracefulShutdown() throws {
         let test = try TestServer()
         let connection = try RawConnection(port: test.port)
-        connection.send("GET /slow HTTP/1.1\r\nHost: t\r\n\r\n")
-        usleep(100_000)
+        connection.send("GET /held HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(test.entered.wait(timeout: .now() + 10) == .success, "the request never reached its handler")
         let idle = try RawConnection(port: test.port)
         let done = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
             test.server.shutdown()
             done.signal()
         }
+        // The request stays in flight until the server stopped listening: its answer comes after
+        // the shutdown began, however slowly the machine runs the steps above.
+        let listening = Date().addingTimeInterval(10)
+        while (try? RawConnection(port: test.port)) != nil, Date() < listening { usleep(10_000) }
+        test.held.signal()
         let response = try #require(connection.readResponse())
-        #expect(response.body == "slow")
+        #expect(response.body == "held")
         #expect(response.headers["connection"] == "close")
         #expect(idle.isClosedByPeer())
         #expect(done.wait(timeout: .now() + 5) == .success)
