@@ -13,6 +13,7 @@ Settings come from the environment: PEER_DB, PEER_MERCHANT_KEY, PEER_RIDER_KEY, 
 Keys are compared, not looked up, and the rider's ownership of an order is not checked: the peer is
 minimal on purpose, so the comparison flatters it.
 """
+import contextlib
 import hashlib
 import json
 import os
@@ -67,6 +68,27 @@ readers = threading.local()
 outbox_ready = threading.Event()
 
 
+class Refused(Exception):
+    """Ends a write transaction with a rollback and this answer."""
+
+    def __init__(self, response):
+        super().__init__()
+        self.response = response
+
+
+@contextlib.contextmanager
+def write_transaction():
+    """One write transaction on the one write connection: committed if the block ends, else rolled back."""
+    with write_lock:
+        writer.execute("BEGIN IMMEDIATE")
+        try:
+            yield writer
+        except BaseException:
+            writer.execute("ROLLBACK")
+            raise
+        writer.execute("COMMIT")
+
+
 def reader():
     if not hasattr(readers, "connection"):
         readers.connection = connect()
@@ -102,17 +124,14 @@ def create_order(request):
     order_id = "o_" + secrets.token_hex(8)
     token = "dt_" + secrets.token_hex(32)
     stamp = now_ms()
-    with write_lock:
-        writer.execute("BEGIN IMMEDIATE")
-        try:
-            writer.execute(
+    try:
+        with write_transaction() as connection:
+            connection.execute(
                 "INSERT INTO orders VALUES (?, 'm-1', ?, ?, ?, ?, ?, 'placed', ?, NULL, NULL, ?, ?, ?)",
                 (order_id, number, name, json.dumps(items), json.dumps(customer), address,
                  body.get("estimatedArrival"), hashlib.sha256(token.encode()).hexdigest(), stamp, stamp))
-            writer.execute("COMMIT")
-        except sqlite3.IntegrityError:
-            writer.execute("ROLLBACK")
-            return error(409, "conflict", "an order with this number exists")
+    except sqlite3.IntegrityError:
+        return error(409, "conflict", "an order with this number exists")
     return JSONResponse({"order": {"id": order_id, "status": "placed"}, "trackingToken": token}, status_code=201)
 
 
@@ -133,9 +152,9 @@ def register_activity(request):
         push_token, environment = body["pushToken"], body["environment"]
     except (ValueError, KeyError, TypeError):
         return error(422, "validation_failed", "pushToken and environment are required")
-    with write_lock:
-        writer.execute("INSERT OR REPLACE INTO activities VALUES (?, ?, ?, ?)",
-                       (order_id, activity_id, push_token, environment))
+    with write_transaction() as connection:
+        connection.execute("INSERT OR REPLACE INTO activities VALUES (?, ?, ?, ?)",
+                           (order_id, activity_id, push_token, environment))
     return JSONResponse({"activity": {"id": activity_id}})
 
 
@@ -155,19 +174,16 @@ def assign_rider(request):
     except (ValueError, KeyError, TypeError):
         return error(422, "validation_failed", "riderId and name are required")
     stamp = now_ms()
-    with write_lock:
-        writer.execute("BEGIN IMMEDIATE")
-        try:
-            changed = writer.execute("UPDATE orders SET rider_id = ?, rider_name = ?, updated_at = ? WHERE id = ?",
-                                     (rider_id, name, stamp, order_id)).rowcount
+    try:
+        with write_transaction() as connection:
+            changed = connection.execute(
+                "UPDATE orders SET rider_id = ?, rider_name = ?, updated_at = ? WHERE id = ?",
+                (rider_id, name, stamp, order_id)).rowcount
             if not changed:
-                writer.execute("ROLLBACK")
-                return error(404, "not_found", "order not found")
+                raise Refused(error(404, "not_found", "order not found"))
             queue_pushes(order_id, stamp)
-            writer.execute("COMMIT")
-        except Exception:
-            writer.execute("ROLLBACK")
-            raise
+    except Refused as refused:
+        return refused.response
     outbox_ready.set()
     return JSONResponse({"order": {"id": order_id}, "transition": "applied"})
 
@@ -181,28 +197,22 @@ def change_status(request):
     except (ValueError, KeyError, TypeError):
         return error(422, "validation_failed", "status is required")
     stamp = now_ms()
-    with write_lock:
-        writer.execute("BEGIN IMMEDIATE")
-        try:
-            row = writer.execute("SELECT status FROM orders WHERE id = ?", (order_id,)).fetchone()
+    try:
+        with write_transaction() as connection:
+            row = connection.execute("SELECT status FROM orders WHERE id = ?", (order_id,)).fetchone()
             if row is None:
-                writer.execute("ROLLBACK")
-                return error(404, "not_found", "order not found")
+                raise Refused(error(404, "not_found", "order not found"))
             current = row[0]
             if status == current:
-                writer.execute("ROLLBACK")
-                return JSONResponse({"order": {"id": order_id, "status": current}, "transition": "unchanged"})
+                raise Refused(JSONResponse({"order": {"id": order_id, "status": current}, "transition": "unchanged"}))
             if status not in NEXT.get(current, set()):
-                writer.execute("ROLLBACK")
-                return error(409, "invalid_transition", f"cannot go from {current} to {status}")
-            writer.execute("UPDATE orders SET status = ?, updated_at = ? WHERE id = ?", (status, stamp, order_id))
-            writer.execute("INSERT INTO order_events (order_id, from_status, to_status, at) VALUES (?, ?, ?, ?)",
-                           (order_id, current, status, stamp))
+                raise Refused(error(409, "invalid_transition", f"cannot go from {current} to {status}"))
+            connection.execute("UPDATE orders SET status = ?, updated_at = ? WHERE id = ?", (status, stamp, order_id))
+            connection.execute("INSERT INTO order_events (order_id, from_status, to_status, at) VALUES (?, ?, ?, ?)",
+                               (order_id, current, status, stamp))
             queue_pushes(order_id, stamp)
-            writer.execute("COMMIT")
-        except Exception:
-            writer.execute("ROLLBACK")
-            raise
+    except Refused as refused:
+        return refused.response
     outbox_ready.set()
     return JSONResponse({"order": {"id": order_id, "status": status}, "transition": "applied"})
 
@@ -236,10 +246,8 @@ def pusher():
                     "apns-push-type": "liveactivity", "apns-topic": "com.example.app.push-type.liveactivity",
                     "apns-priority": "10"})
                 sent.append((now_ms(), outbox_id))
-            with write_lock:
-                writer.execute("BEGIN IMMEDIATE")
-                writer.executemany("UPDATE outbox SET state = 'sent', sent_at = ? WHERE id = ?", sent)
-                writer.execute("COMMIT")
+            with write_transaction() as connection:
+                connection.executemany("UPDATE outbox SET state = 'sent', sent_at = ? WHERE id = ?", sent)
 
 
 def read_body(endpoint):
