@@ -246,6 +246,15 @@ class Peer:
         self.process.wait(timeout=30)
 
 
+def wait_for_empty_outbox(server, timeout=300):
+    """Waits until the server has no push left to send (or `timeout` passed); returns what is left."""
+    with sqlite3.connect(f"file:{server.database}?mode=ro", uri=True) as connection:
+        deadline = time.time() + timeout
+        while server.backlog(connection) and time.time() < deadline:
+            time.sleep(0.2)
+        return server.backlog(connection)
+
+
 def preload(server, count):
     """count delivered orders written straight into deliveryd's file (its schema), with their events."""
     server.start()
@@ -285,11 +294,8 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
             file.writelines(f"{order}\n" for order, _ in orders)
         with open(f"{work}/tracking.txt", "w") as file:
             file.writelines(f"{order} {tracking}\n" for order, tracking in orders)
-        with sqlite3.connect(f"file:{server.database}?mode=ro", uri=True) as connection:
-            # Registering an activity may push its current state: let that settle before measuring.
-            deadline = time.time() + 300
-            while server.backlog(connection) and time.time() < deadline:
-                time.sleep(0.2)
+        # Registering an activity may push its current state: let that settle before measuring.
+        wait_for_empty_outbox(server)
         holder = None
         if idle:
             holder = subprocess.Popen([sys.executable, "bench/idle_connections.py", str(server.port),
@@ -311,12 +317,9 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
         if holder:
             holder.send_signal(signal.SIGTERM)
             holder.wait()
+        backlog = wait_for_empty_outbox(server)
+        drained_after = time.time() - started
         with sqlite3.connect(f"file:{server.database}?mode=ro", uri=True) as connection:
-            deadline = time.time() + 300
-            while server.backlog(connection) and time.time() < deadline:
-                time.sleep(0.2)
-            drained_after = time.time() - started
-            backlog = server.backlog(connection)
             cpu = cpu_seconds(server.process.pid) - cpu_before
             delays = server.commit_to_request_ms(connection, since_ms)
         shutil.rmtree(work, ignore_errors=True)

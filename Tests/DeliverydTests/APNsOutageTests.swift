@@ -17,22 +17,9 @@ struct APNsOutageTests {
         defer { _ = server.stop() }
         try LoopbackHTTP.waitUntilHealthy(port: server.port)
         let eta = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 / 60).rounded(.down) * 60 + 1800)
-        var orders: [(id: String, token: String)] = []
-        for index in 0..<5 {
-            let created = try LoopbackHTTP.send(
-                port: server.port, "POST", "/v1/orders", bearer: Self.adminKey,
-                json: EndToEndTests.orderBody("U-\(index)", customer: "c-\(index)", eta: eta)
-                    .merging(["merchantId": "m-1"]) { own, _ in own })
-            let id = (created.json["order"] as? [String: Any])?["id"] as? String ?? ""
-            let token = String(format: "%064x", 2000 + index)
-            #expect(
-                try LoopbackHTTP.send(
-                    port: server.port, "PUT", "/v1/orders/\(id)/activities/a",
-                    bearer: created.json["trackingToken"] as? String,
-                    json: ["pushToken": token, "environment": "production"]
-                ).status == 200)
-            orders.append((id, token))
-        }
+        let orders = try OrderFixtures.withActivities(
+            port: server.port, count: 5, bearer: Self.adminKey, numbered: "U", firstToken: 2000, merchantID: "m-1",
+            eta: eta)
 
         let outage = Double(ProcessInfo.processInfo.environment["DELIVERYD_SOAK_OUTAGE"] ?? "") ?? 10
         let outageEnds = Date().addingTimeInterval(outage)

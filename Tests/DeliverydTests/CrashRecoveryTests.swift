@@ -22,21 +22,8 @@ struct CrashRecoveryTests {
                 port: first.port, "POST", "/v1/admin/keys", bearer: Self.adminKey,
                 json: ["role": "merchant", "merchantId": "m-1"]
             ).json["key"] as? String ?? ""
-        var orders: [(id: String, token: String)] = []
-        for index in 0..<20 {
-            let created = try LoopbackHTTP.send(
-                port: first.port, "POST", "/v1/orders", bearer: merchant,
-                json: EndToEndTests.orderBody(
-                    "K-\(index)", customer: "c-\(index)", eta: Date().addingTimeInterval(1800)))
-            let id = (created.json["order"] as? [String: Any])?["id"] as? String ?? ""
-            let token = String(format: "%064x", index + 1)
-            let registered = try LoopbackHTTP.send(
-                port: first.port, "PUT", "/v1/orders/\(id)/activities/a",
-                bearer: created.json["trackingToken"] as? String,
-                json: ["pushToken": token, "environment": "production"])
-            try #require(registered.status == 200)
-            orders.append((id, token))
-        }
+        let orders = try OrderFixtures.withActivities(
+            port: first.port, count: 20, bearer: merchant, numbered: "K", firstToken: 1)
         for order in orders {
             let changed = try LoopbackHTTP.send(
                 port: first.port, "POST", "/v1/orders/\(order.id)/status", bearer: merchant,

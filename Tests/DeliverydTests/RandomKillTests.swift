@@ -36,22 +36,14 @@ struct RandomKillTests {
             try LoopbackHTTP.send(
                 port: port, "POST", "/v1/admin/keys", bearer: Self.adminKey, json: ["role": "rider", "riderId": "r-1"]
             ).json["key"] as? String ?? ""
-        var orders: [(id: String, token: String)] = []
-        for index in 0..<orderCount {
-            let created = try LoopbackHTTP.send(
-                port: port, "POST", "/v1/orders", bearer: merchant,
-                json: EndToEndTests.orderBody(
-                    "R-\(index)", customer: "c-\(index)", eta: Date().addingTimeInterval(3600)))
-            let id = (created.json["order"] as? [String: Any])?["id"] as? String ?? ""
-            let token = String(format: "%064x", 0x5000 + index)
-            let registered = try LoopbackHTTP.send(
-                port: port, "PUT", "/v1/orders/\(id)/activities/a", bearer: created.json["trackingToken"] as? String,
-                json: ["pushToken": token, "environment": "production"])
-            try #require(registered.status == 200)
+        let orders = try OrderFixtures.withActivities(
+            port: port, count: orderCount, bearer: merchant, numbered: "R", firstToken: 0x5000,
+            eta: Date().addingTimeInterval(3600))
+        for order in orders {
             let assigned = try LoopbackHTTP.send(
-                port: port, "PUT", "/v1/orders/\(id)/rider", bearer: merchant, json: ["riderId": "r-1", "name": "Sam"])
+                port: port, "PUT", "/v1/orders/\(order.id)/rider", bearer: merchant,
+                json: ["riderId": "r-1", "name": "Sam"])
             try #require(assigned.status == 200)
-            orders.append((id, token))
         }
 
         // Four threads, each moving its orders one step per pass (the merchant starts preparing, the

@@ -17,23 +17,8 @@ struct SlowAPNsTests {
             extraArguments: ["--admin-key", Self.adminKey, "--access-log", "off"] + simulator.deliverydArguments)
         defer { _ = server.stop() }
         try LoopbackHTTP.waitUntilHealthy(port: server.port)
-        var orders: [(id: String, token: String)] = []
-        for index in 0..<20 {
-            let created = try LoopbackHTTP.send(
-                port: server.port, "POST", "/v1/orders", bearer: Self.adminKey,
-                json: EndToEndTests.orderBody(
-                    "S-\(index)", customer: "c-\(index)", eta: Date().addingTimeInterval(1800)
-                )
-                .merging(["merchantId": "m-1"]) { own, _ in own })
-            let id = (created.json["order"] as? [String: Any])?["id"] as? String ?? ""
-            let token = String(format: "%064x", 3000 + index)
-            let registered = try LoopbackHTTP.send(
-                port: server.port, "PUT", "/v1/orders/\(id)/activities/a",
-                bearer: created.json["trackingToken"] as? String,
-                json: ["pushToken": token, "environment": "production"])
-            try #require(registered.status == 200)
-            orders.append((id, token))
-        }
+        let orders = try OrderFixtures.withActivities(
+            port: server.port, count: 20, bearer: Self.adminKey, numbered: "S", firstToken: 3000, merchantID: "m-1")
         var slowest = 0.0
         for status in ["preparing", "pickup"] {
             for order in orders {

@@ -34,6 +34,14 @@ func queuePushes(_ count: Int, numbered prefix: String, in store: Database, at n
     try store.bulkQueuePushes(orderIDs: orders.map(\.0.id), now: now)
 }
 
+/// Runs `worker` batch after batch until the outbox is empty or `seconds` passed.
+func drain(_ store: Database, with worker: PushWorker, within seconds: Double) async throws {
+    let deadline = Date().addingTimeInterval(seconds)
+    while try store.outboxDepth().count > 0, Date() < deadline {
+        if try await worker.runOnce(now: Date()) == 0 { try await Task.sleep(for: .milliseconds(20)) }
+    }
+}
+
 @Suite("Push worker: outbox to APNs simulator", .serialized)
 struct PushWorkerTests {
     /// A status change reaches the live activity as one update; a token APNs reports unregistered is
@@ -200,10 +208,7 @@ struct RetryUnderLoadTests {
                 retryPolicy: RetryPolicy(baseDelay: 0.02, maximumDelay: 0.2)),
             logger: Logger(label: "test", minimumLevel: .error)
         )
-        let deadline = Date().addingTimeInterval(600)
-        while try store.outboxDepth().count > 0, Date() < deadline {
-            if try await worker.runOnce(now: Date()) == 0 { try await Task.sleep(for: .milliseconds(20)) }
-        }
+        try await drain(store, with: worker, within: 600)
         #expect(try store.outboxDepth().count == 0)
         #expect(try store.deadLetters(limit: 10).isEmpty)
 
@@ -357,10 +362,7 @@ struct ConnectionDropTests {
                 retryPolicy: RetryPolicy(baseDelay: 0.05, maximumDelay: 0.5)),
             logger: Logger(label: "test", minimumLevel: .error)
         )
-        let deadline = Date().addingTimeInterval(120)
-        while try store.outboxDepth().count > 0, Date() < deadline {
-            if try await worker.runOnce(now: Date()) == 0 { try await Task.sleep(for: .milliseconds(20)) }
-        }
+        try await drain(store, with: worker, within: 120)
         #expect(simulator.drops() == ["token-o-60-0"])
         #expect(try store.outboxDepth().count == 0)
         #expect(try store.deadLetters(limit: 10).isEmpty)
