@@ -11,9 +11,12 @@ let strictSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "deliveryd",
-    platforms: [.macOS(.v15)],
+    platforms: [.macOS(.v15), .iOS(.v17)],
     products: [
-        .executable(name: "deliveryd", targets: ["deliveryd"])
+        .executable(name: "deliveryd", targets: ["deliveryd"]),
+        // What the iOS app depends on: the widget extension needs the contract, the app both.
+        .library(name: "DeliveryActivityContract", targets: ["DeliveryActivityContract"]),
+        .library(name: "DeliveryActivityClient", targets: ["DeliveryActivityClient"]),
     ],
     targets: [
         // C libraries, reached only through these system-library targets.
@@ -36,9 +39,18 @@ let package = Package(
         // epoll, eventfd and accept4, which Glibc's Swift module lacks.
         .target(name: "CLinuxShim"),
 
+        // The contract with the iOS app: the Live Activity's types, and the calls the app makes.
+        .target(name: "DeliveryActivityContract", swiftSettings: strictSettings),
+        .target(
+            name: "DeliveryActivityClient", dependencies: ["DeliveryActivityContract"], swiftSettings: strictSettings
+        ),
+
         // The core: pure values, no I/O.
         .target(name: "OrderDomain", swiftSettings: strictSettings),
-        .target(name: "Projection", dependencies: ["OrderDomain"], swiftSettings: strictSettings),
+        .target(
+            name: "Projection", dependencies: ["OrderDomain", "DeliveryActivityContract"],
+            swiftSettings: strictSettings
+        ),
 
         // OpenSSL behind Swift types: ES256 signing, SHA-256, secrets.
         .target(name: "Cryptography", dependencies: ["COpenSSL"], swiftSettings: strictSettings),
@@ -57,13 +69,17 @@ let package = Package(
         ),
         .target(
             name: "Pusher",
-            dependencies: ["OrderDomain", "Projection", "Storage", "Cryptography", "Telemetry", "CCurl"],
+            dependencies: [
+                "OrderDomain", "DeliveryActivityContract", "Projection", "Storage", "Cryptography", "Telemetry",
+                "CCurl",
+            ],
             swiftSettings: strictSettings
         ),
         .target(
             name: "DeliveryAPI",
             dependencies: [
-                "OrderDomain", "Projection", "HTTPServer", "Storage", "Pusher", "Cryptography", "Telemetry",
+                "OrderDomain", "DeliveryActivityContract", "Projection", "HTTPServer", "Storage", "Pusher",
+                "Cryptography", "Telemetry",
             ],
             // The admin dashboard page ships with the binary.
             resources: [.copy("Resources/admin.html")],
@@ -104,7 +120,15 @@ let package = Package(
         .testTarget(name: "OrderDomainTests", dependencies: ["OrderDomain"], swiftSettings: strictSettings),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry"], swiftSettings: strictSettings),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"], swiftSettings: strictSettings),
-        .testTarget(name: "ProjectionTests", dependencies: ["Projection"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "ProjectionTests", dependencies: ["Projection", "DeliveryActivityContract"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "DeliveryActivityContractTests",
+            dependencies: ["DeliveryActivityContract", "DeliveryActivityClient", "Projection", "OrderDomain"],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "StorageTests",
             dependencies: ["Storage", "StorageCrashWriter", "TestSupport"],
@@ -131,7 +155,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DeliverydTests",
-            dependencies: ["HTTPServer", "TestSupport"],
+            dependencies: ["HTTPServer", "TestSupport", "DeliveryActivityContract", "DeliveryActivityClient"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -3,16 +3,31 @@ public import FoundationEssentials
 import OrderDomain
 public import Storage
 
-/// Who is calling: staff with an API key, or a customer holding one order's tracking token.
+/// A customer's app holding the credential its merchant minted for it: one merchant's one customer.
+struct CustomerAccount: Sendable, Hashable {
+    let merchantID: String
+    let customerID: String
+    let credentialID: String
+
+    /// Whether the order is this customer's, at this merchant.
+    func owns(_ order: Order) -> Bool {
+        order.merchantID == merchantID && order.customer.id == customerID
+    }
+}
+
+/// Who is calling: staff with an API key, a customer holding one order's tracking token, or a
+/// customer's app with its customer credential.
 enum Caller: Sendable, Hashable {
     case staff(Principal, keyID: String)
     case customer(orderID: String)
+    case customerAccount(CustomerAccount)
 
     /// The namespace of this caller's idempotency keys: two callers never share one.
     var idempotencyScope: String {
         switch self {
         case .staff(_, let keyID): "key:" + keyID
         case .customer(let orderID): "order:" + orderID
+        case .customerAccount(let account): "customer:" + account.credentialID
         }
     }
 }
@@ -25,9 +40,12 @@ enum Caller: Sendable, Hashable {
 /// - The admin key given by configuration may have any form; it is the row `configured-admin`.
 /// - Tracking tokens are `dt_` and 64 hex digits (256 random bits); the order row keeps their SHA-256,
 ///   looked up through a unique index: a guess costs a hash before it reaches the index.
+/// - Customer credentials are `dc_<id>_<secret>`, checked like API keys; a merchant's backend mints
+///   one for a signed-in customer and hands it to that customer's app.
 public enum Credentials {
     static let apiKeyPrefix = "dk_"
     static let trackingTokenPrefix = "dt_"
+    static let customerCredentialPrefix = "dc_"
     /// The row of the admin key set by `--admin-key`.
     static let configuredAdminKeyID = "configured-admin"
 
@@ -50,6 +68,20 @@ public enum Credentials {
         APIKeyRecord(
             id: configuredAdminKeyID, keyHash: SHA256.hexDigest(Array(key.utf8)), role: .admin, merchantID: nil,
             riderID: nil, createdAt: now)
+    }
+
+    /// A new customer credential with the record to store.
+    static func newCustomerCredential(merchantID: String, customerID: String, now: Date)
+        -> (credential: String, record: CustomerCredentialRecord)
+    {
+        let id = "c" + SecureRandom.hexToken(byteCount: 6)
+        let credential = customerCredentialPrefix + id + "_" + SecureRandom.hexToken(byteCount: 24)
+        return (
+            credential,
+            CustomerCredentialRecord(
+                id: id, keyHash: SHA256.hexDigest(Array(credential.utf8)), merchantID: merchantID,
+                customerID: customerID, createdAt: now)
+        )
     }
 
     /// The random part of a new order id: 16 hex digits, unguessable enough that ids reveal no volume.
@@ -78,9 +110,17 @@ public enum Credentials {
                 }
                 return .customer(orderID: order.id)
             }
+            if secret.hasPrefix(customerCredentialPrefix) {
+                guard let id = identifier(of: secret, prefix: customerCredentialPrefix),
+                    let record = try store.customerCredential(id: id), record.revokedAt == nil,
+                    ConstantTime.equals(Array(Hex.encode(presentedHash).utf8), Array(record.keyHash.utf8))
+                else { throw APIError.unauthorized("unknown or revoked customer credential") }
+                return .customerAccount(
+                    CustomerAccount(merchantID: record.merchantID, customerID: record.customerID, credentialID: id))
+            }
             let keyID: String
-            if secret.hasPrefix(apiKeyPrefix), let separator = secret.dropFirst(3).firstIndex(of: "_") {
-                keyID = String(secret[secret.index(secret.startIndex, offsetBy: 3)..<separator])
+            if let id = identifier(of: secret, prefix: apiKeyPrefix) {
+                keyID = id
             } else {
                 keyID = configuredAdminKeyID
             }
@@ -99,5 +139,13 @@ public enum Credentials {
         } catch {
             throw .internalError()
         }
+    }
+
+    /// The `<id>` of a `<prefix><id>_<secret>` credential.
+    private static func identifier(of secret: String, prefix: String) -> String? {
+        guard secret.hasPrefix(prefix) else { return nil }
+        let rest = secret.dropFirst(prefix.count)
+        guard let separator = rest.firstIndex(of: "_") else { return nil }
+        return String(rest[..<separator])
     }
 }

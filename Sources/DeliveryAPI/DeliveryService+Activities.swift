@@ -1,5 +1,8 @@
+import DeliveryActivityContract
+import FoundationEssentials
 import HTTPServer
 import OrderDomain
+import Projection
 import Storage
 import Telemetry
 
@@ -12,7 +15,9 @@ extension DeliveryService {
     }
 
     /// `PUT /v1/orders/{id}/activities/{activityId}`: the customer's app registers (or rotates) the
-    /// push token of the order's Live Activity.
+    /// push token of the order's Live Activity, with the order's tracking token or its customer
+    /// credential (what an app woken by a `start` push holds). The order's current state is pushed at
+    /// once unless the activity already shows it.
     func registerActivity(_ call: Call) throws -> HTTPResponse {
         let orderID = call.parameter("id")
         let activityID = call.parameter("activityId")
@@ -21,14 +26,17 @@ extension DeliveryService {
         var reader = FieldReader()
         checkIdentifier(activityID, "activityId", &reader)
         let registration = readRegistration(body, &reader)
+        let shown = readShownState(body, &reader)
         try reader.finish()
         guard let registration else { throw APIError.internalError() }
-        let record = try store.registerActivity(
+        let stored = try store.registerActivity(
             orderID: orderID, activityID: activityID, pushToken: registration.token,
-            environment: registration.environment, bundleID: registration.bundleID, now: call.now
+            environment: registration.environment, bundleID: registration.bundleID, shown: shown, now: call.now,
+            requestID: call.request.requestID
         )
-        metrics.activityEvents.increment([record.startedAt == record.registeredAt ? "registered" : "token_rotated"])
-        return json(200, .object(["activity": Views.activity(record)]))
+        metrics.activityEvents.increment([stored.rotated ? "token_rotated" : "registered"])
+        wakePusher(stored.queuedPushes)
+        return json(200, .object(["activity": Views.activity(stored.record)]))
     }
 
     /// `DELETE /v1/orders/{id}/activities/{activityId}`: the user ended the activity; no more pushes.
@@ -47,42 +55,100 @@ extension DeliveryService {
         return HTTPResponse(status: 204)
     }
 
-    /// `PUT /v1/customers/{customerId}/push-to-start/{deviceId}`: a device's push-to-start token, used
-    /// to start a Live Activity when the customer's next order is created.
+    /// `PUT /v1/customers/{customerId}/push-to-start/{deviceId}`: the customer's app registers its
+    /// device's push-to-start token with its customer credential; the merchant's next order for this
+    /// customer starts a Live Activity on it. Devices belong to one merchant's customer: no other
+    /// merchant's order ever starts an activity on them.
     func registerPushToStart(_ call: Call) throws -> HTTPResponse {
-        let principal = try staffPrincipal(call, orderID: nil)
-        if case .rider = principal { throw APIError.forbidden("a rider may not register push-to-start tokens") }
-        let customerID = call.parameter("customerId")
-        let deviceID = call.parameter("deviceId")
+        let device = try ownDevice(call)
         let body = try jsonObject(call.request)
         var reader = FieldReader()
-        checkIdentifier(customerID, "customerId", &reader)
-        checkIdentifier(deviceID, "deviceId", &reader)
+        checkIdentifier(device.customerID, "customerId", &reader)
+        checkIdentifier(device.deviceID, "deviceId", &reader)
         let registration = readRegistration(body, &reader)
         try reader.finish()
-        guard let registration else { throw APIError.internalError() }
+        guard let registration, case .customerAccount(let account) = call.caller else {
+            throw APIError.internalError()
+        }
         try store.registerPushToStart(
-            customerID: customerID, deviceID: deviceID, pushToken: registration.token,
+            device, credentialID: account.credentialID, pushToken: registration.token,
             environment: registration.environment, bundleID: registration.bundleID, now: call.now
         )
         return json(
             200,
             .object([
-                "customerId": .string(customerID), "deviceId": .string(deviceID),
-                "environment": .string(registration.environment.rawValue), "bundleId": .string(registration.bundleID),
-                "registeredAt": .time(call.now),
+                "merchantId": .string(device.merchantID), "customerId": .string(device.customerID),
+                "deviceId": .string(device.deviceID), "environment": .string(registration.environment.rawValue),
+                "bundleId": .string(registration.bundleID), "registeredAt": .time(call.now),
             ])
         )
     }
 
-    /// Only the order's customer registers its activities: staff get `403`, other customers `404`.
-    private func requireCustomer(_ call: Call, orderID: String) throws(APIError) {
+    /// `DELETE /v1/customers/{customerId}/push-to-start/{deviceId}`: the customer signed out on this
+    /// device, or turned Live Activities off.
+    func removePushToStart(_ call: Call) throws -> HTTPResponse {
+        let device = try ownDevice(call)
+        guard try store.removePushToStart(device) else { throw APIError.notFound("no such device") }
+        return HTTPResponse(status: 204)
+    }
+
+    /// The device of the path, if the caller is that customer's app: other customers get `404`,
+    /// staff and tracking tokens `403` (devices register themselves, with a customer credential).
+    private func ownDevice(_ call: Call) throws(APIError) -> DeviceKey {
+        let customerID = call.parameter("customerId")
+        switch call.caller {
+        case .customerAccount(let account):
+            guard account.customerID == customerID else { throw .notFound("customer not found") }
+            return DeviceKey(
+                merchantID: account.merchantID, customerID: customerID, deviceID: call.parameter("deviceId"))
+        case .staff, .customer:
+            throw .forbidden(
+                "push-to-start tokens are registered by the customer's app with its customer credential (dc_…)")
+        }
+    }
+
+    /// Only the order's customer registers its activities, with the order's tracking token or the
+    /// customer credential of the order's merchant and customer: staff get `403`, others `404`.
+    private func requireCustomer(_ call: Call, orderID: String) throws {
         switch call.caller {
         case .customer(let ownOrder):
-            guard ownOrder == orderID else { throw .notFound("order not found") }
+            guard ownOrder == orderID else { throw APIError.notFound("order not found") }
+        case .customerAccount(let account):
+            guard let order = try store.order(id: orderID), account.owns(order) else {
+                throw APIError.notFound("order not found")
+            }
         case .staff:
-            throw .forbidden("activities are registered with the order's tracking token")
+            throw APIError.forbidden("activities are registered by the customer's app")
         }
+    }
+
+    /// `contentState`: what the activity shows now, as the app decodes it (dates in seconds since 2001).
+    private func readShownState(_ body: [String: JSONValue], _ reader: inout FieldReader) -> ShownState? {
+        guard let state = reader.object(body, "contentState") else { return nil }
+        let statusText = reader.require(
+            reader.string(state, "status", path: "contentState.status"), "contentState.status")
+        let status = statusText.flatMap(OrderStatus.init(rawValue:))
+        if statusText != nil, status == nil { reader.fail("contentState.status", "is not a status deliveryd sends") }
+        let stage = reader.require(reader.integer(state, "stage", path: "contentState.stage"), "contentState.stage")
+        let progress = reader.require(
+            reader.number(state, "progress", path: "contentState.progress"), "contentState.progress")
+        let label = reader.require(
+            reader.string(state, "statusText", path: "contentState.statusText"), "contentState.statusText")
+        let arrival = reader.require(
+            reader.number(state, "estimatedArrival", path: "contentState.estimatedArrival"),
+            "contentState.estimatedArrival")
+        let riderName = reader.string(state, "riderName", path: "contentState.riderName")
+        if let stage, !(0...4).contains(stage) { reader.fail("contentState.stage", "must be 0 to 4") }
+        if let progress, !(0...1).contains(progress) { reader.fail("contentState.progress", "must be 0 to 1") }
+        // Seconds since 2001 within about a century either way: a date the server could ever have sent.
+        if let arrival, !(-3.2e9...3.2e9).contains(arrival) {
+            reader.fail("contentState.estimatedArrival", "must be seconds since 2001-01-01, as a Date encodes")
+        }
+        guard let status, let stage, let progress, let label, let arrival, reader.issues.isEmpty else { return nil }
+        let shown = ContentState(
+            status: status.rawValue, stage: stage, progress: progress, statusText: label,
+            estimatedArrival: Date(timeIntervalSinceReferenceDate: arrival), riderName: riderName)
+        return ShownState(status: status, fingerprint: projector.fingerprint(shown))
     }
 
     private struct Registration {
@@ -123,7 +189,7 @@ extension DeliveryService {
         return Registration(token: token, environment: environment, bundleID: bundleID)
     }
 
-    private func checkIdentifier(_ value: String, _ field: String, _ reader: inout FieldReader) {
+    func checkIdentifier(_ value: String, _ field: String, _ reader: inout FieldReader) {
         let valid =
             RegistrationLimits.identifierLength.contains(value.utf8.count)
             && value.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_.:".contains($0)) }

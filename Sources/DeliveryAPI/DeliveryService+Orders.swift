@@ -52,7 +52,7 @@ extension DeliveryService {
     /// `GET /v1/orders/{id}`: the staff view for staff, the public projection for its customer.
     func showOrder(_ call: Call) throws -> HTTPResponse {
         let order = try visibleOrder(call.parameter("id"), call)
-        if case .customer = call.caller {
+        guard case .staff = call.caller else {
             return json(200, .object(["order": Views.publicOrder(order, projector: projector)]))
         }
         return json(200, .object(["order": Views.staff(order)]))
@@ -179,12 +179,18 @@ extension DeliveryService {
 extension DeliveryService {
     /// The staff principal of a call. A customer is refused: `403` on its own order (it knows the
     /// order exists), `404` on any other.
-    func staffPrincipal(_ call: Call, orderID: String?) throws(APIError) -> Principal {
+    func staffPrincipal(_ call: Call, orderID: String?) throws -> Principal {
         switch call.caller {
         case .staff(let principal, _): return principal
         case .customer(let ownOrder):
-            if let orderID, orderID != ownOrder { throw .notFound("order not found") }
-            throw .forbidden("a tracking token may only read its order and register its activities")
+            if let orderID, orderID != ownOrder { throw APIError.notFound("order not found") }
+            throw APIError.forbidden("a tracking token may only read its order and register its activities")
+        case .customerAccount(let account):
+            if let orderID, try store.order(id: orderID).map(account.owns) != true {
+                throw APIError.notFound("order not found")
+            }
+            throw APIError.forbidden(
+                "a customer credential may only read its customer's orders and register devices and activities")
         }
     }
 
@@ -196,6 +202,8 @@ extension DeliveryService {
             guard order.isVisible(to: principal) else { throw APIError.notFound("order not found") }
         case .customer(let ownOrder):
             guard ownOrder == order.id else { throw APIError.notFound("order not found") }
+        case .customerAccount(let account):
+            guard account.owns(order) else { throw APIError.notFound("order not found") }
         }
         return order
     }

@@ -98,6 +98,9 @@ public struct DeliveryService: Sendable {
         route(
             &router, "PUT", "/v1/customers/{customerId}/push-to-start/{deviceId}", idempotent: true, registerPushToStart
         )
+        route(&router, "DELETE", "/v1/customers/{customerId}/push-to-start/{deviceId}", removePushToStart)
+        route(&router, "POST", "/v1/customers/{customerId}/credentials", createCustomerCredential)
+        route(&router, "DELETE", "/v1/customers/{customerId}/credentials/{credentialId}", revokeCustomerCredential)
 
         route(&router, "POST", "/v1/admin/keys", createKey)
         route(&router, "GET", "/v1/admin/keys", listKeys)

@@ -1,3 +1,4 @@
+public import DeliveryActivityContract
 import FoundationEssentials
 public import OrderDomain
 
@@ -25,15 +26,17 @@ public struct LiveActivityProjector: Sendable {
         )
     }
 
-    /// The static attributes, sent once when the activity starts.
-    public func attributes(for order: Order) -> ActivityAttributes {
-        ActivityAttributes(
+    /// The static attributes, sent once when the activity starts; `orderId` lets an app woken by a
+    /// `start` push register the new activity's token.
+    public func attributes(for order: Order) -> DeliveryAttributes {
+        DeliveryAttributes(
+            orderId: order.id,
             orderNumber: Self.truncated(TextScrubber.scrub(order.number), to: configuration.orderNumberLimit),
             merchantName: Self.truncated(TextScrubber.scrub(order.merchantName), to: configuration.merchantNameLimit)
         )
     }
 
-    /// The `content-state` object as ActivityKit decodes it: sorted keys, dates per `dateEncoding`.
+    /// The `content-state` object as ActivityKit decodes it: sorted keys, dates in seconds since 2001.
     public func encode(_ state: ContentState) -> [UInt8] {
         var writer = JSONWriter(capacity: 192)
         write(state, into: &writer)
@@ -41,7 +44,7 @@ public struct LiveActivityProjector: Sendable {
     }
 
     /// The `attributes` object of a start push: sorted keys.
-    public func encode(_ attributes: ActivityAttributes) -> [UInt8] {
+    public func encode(_ attributes: DeliveryAttributes) -> [UInt8] {
         var writer = JSONWriter(capacity: 96)
         write(attributes, into: &writer)
         return writer.bytes
@@ -84,21 +87,21 @@ public struct LiveActivityProjector: Sendable {
         writer.endObject()
     }
 
-    func write(_ attributes: ActivityAttributes, into writer: inout JSONWriter) {
+    func write(_ attributes: DeliveryAttributes, into writer: inout JSONWriter) {
         writer.beginObject()
         writer.key("merchantName")
         writer.string(attributes.merchantName)
+        writer.key("orderId")
+        writer.string(attributes.orderId)
         writer.key("orderNumber")
         writer.string(attributes.orderNumber)
         writer.endObject()
     }
 
-    /// Whole seconds since the configured epoch; the state holds whole minutes anyway.
+    /// Whole seconds since 2001-01-01, what a default `JSONDecoder` reads into a `Date`; the state
+    /// holds whole minutes anyway.
     func encodedDate(_ date: Date) -> Int64 {
-        switch configuration.dateEncoding {
-        case .reference: Int64(date.timeIntervalSinceReferenceDate.rounded())
-        case .unix: Int64(date.timeIntervalSince1970.rounded())
-        }
+        Int64(date.timeIntervalSinceReferenceDate.rounded())
     }
 
     /// The ETA rounded to `estimatedArrivalRounding`, so that tiny moves do not change the state.

@@ -2,17 +2,12 @@ public import FoundationEssentials
 
 /// The knobs of the projection and push plan; every one has the default the design names.
 public struct ProjectionConfiguration: Sendable, Hashable {
-    /// How `Date` fields inside `content-state` are written.
-    public enum DateEncoding: String, Sendable, Hashable, CaseIterable {
-        /// Seconds since 2001-01-01 UTC: what ActivityKit's default `JSONDecoder` reads.
-        case reference
-        /// Seconds since 1970-01-01 UTC, for apps that decode Unix time.
-        case unix
-    }
-
-    public var dateEncoding: DateEncoding
     /// How long after the ETA the activity turns stale on the device.
     public var staleGrace: TimeInterval
+    /// The least time from now that `stale-date` and `apns-expiration` are set to, on every push:
+    /// a late order's activity stays fresh while it moves, and a phone that is offline for a while
+    /// still gets the push (the `end` included) when it comes back.
+    public var minimumFreshness: TimeInterval
     /// How long an ended activity stays on the Lock Screen.
     public var dismissalDelay: TimeInterval
     /// How long iOS lets an activity be updated after it starts.
@@ -29,16 +24,16 @@ public struct ProjectionConfiguration: Sendable, Hashable {
     public var orderNumberLimit: Int
 
     /// - Parameters:
-    ///   - dateEncoding: default `.reference`.
     ///   - staleGrace: default 15 minutes.
+    ///   - minimumFreshness: default 15 minutes.
     ///   - dismissalDelay: default 15 minutes.
     ///   - activityLifetime: default 8 hours, as iOS enforces.
     ///   - highPriorityBudgetPerHour: default 6.
     ///   - estimatedArrivalRounding: default 60 seconds.
     ///   - merchantNameLimit: default 40; `riderNameLimit` 20; `orderNumberLimit` 32.
     public init(
-        dateEncoding: DateEncoding = .reference,
         staleGrace: TimeInterval = 15 * 60,
+        minimumFreshness: TimeInterval = 15 * 60,
         dismissalDelay: TimeInterval = 15 * 60,
         activityLifetime: TimeInterval = 8 * 3600,
         highPriorityBudgetPerHour: Int = 6,
@@ -47,8 +42,8 @@ public struct ProjectionConfiguration: Sendable, Hashable {
         riderNameLimit: Int = 20,
         orderNumberLimit: Int = 32
     ) {
-        self.dateEncoding = dateEncoding
         self.staleGrace = staleGrace
+        self.minimumFreshness = minimumFreshness
         self.dismissalDelay = dismissalDelay
         self.activityLifetime = activityLifetime
         self.highPriorityBudgetPerHour = highPriorityBudgetPerHour

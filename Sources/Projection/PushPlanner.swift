@@ -1,3 +1,4 @@
+public import DeliveryActivityContract
 public import FoundationEssentials
 public import OrderDomain
 
@@ -109,7 +110,8 @@ public struct PayloadTooLargeError: Error, Sendable, Hashable, CustomStringConve
 /// - anything else (ETA, rider) is an `update` at priority 5 without alert, skipped when the state
 ///   equals the last one sent;
 /// - priority-10 updates past the hourly budget are sent at priority 5;
-/// - nothing is sent to an activity past its 8-hour lifetime; `stale-date` never points beyond it.
+/// - nothing is sent to an activity past its 8-hour lifetime; `stale-date` never points beyond it;
+/// - `stale-date` and `apns-expiration` are never sooner than `minimumFreshness` from now (late orders).
 public struct PushPlanner: Sendable {
     /// APNs refuses larger bodies with `PayloadTooLarge`.
     public static let payloadLimit = 4096
@@ -128,7 +130,7 @@ public struct PushPlanner: Sendable {
     public func planStart(order: Order, bundleID: String, now: Date) throws(PayloadTooLargeError) -> PushDecision {
         guard !order.status.isTerminal else { return .skip(.orderAlreadyEnded) }
         let state = projector.contentState(for: order)
-        let staleDate = staleDate(for: state, startedAt: now)
+        let staleDate = staleDate(for: state, startedAt: now, now: now)
         let headers = APNsHeaders(
             pushType: "liveactivity", topic: Self.topic(for: bundleID), priority: 10, expiration: staleDate,
             collapseID: "start-" + LiveActivityProjector.fingerprint(of: Array(order.id.utf8))
@@ -154,8 +156,10 @@ public struct PushPlanner: Sendable {
 
         if order.status.isTerminal {
             let dismissal = now.addingTimeInterval(configuration.dismissalDelay)
+            // Kept by APNs past the dismissal too: a phone offline now must still learn that the order ended.
+            let expiration = max(dismissal, now.addingTimeInterval(configuration.minimumFreshness))
             let headers = APNsHeaders(
-                pushType: "liveactivity", topic: topic, priority: 10, expiration: dismissal, collapseID: nil
+                pushType: "liveactivity", topic: topic, priority: 10, expiration: expiration, collapseID: nil
             )
             return .send(
                 try build(
@@ -173,7 +177,7 @@ public struct PushPlanner: Sendable {
         if priority == 10 && activity.highPriorityPushesInLastHour >= configuration.highPriorityBudgetPerHour {
             priority = 5
         }
-        let staleDate = staleDate(for: state, startedAt: activity.startedAt)
+        let staleDate = staleDate(for: state, startedAt: activity.startedAt, now: now)
         let headers = APNsHeaders(
             pushType: "liveactivity", topic: topic, priority: priority, expiration: staleDate, collapseID: nil
         )
@@ -190,10 +194,14 @@ public struct PushPlanner: Sendable {
         bundleID + ".push-type.liveactivity"
     }
 
-    /// ETA plus the grace, never beyond the activity's lifetime.
-    func staleDate(for state: ContentState, startedAt: Date) -> Date {
+    /// When the activity turns stale (and APNs stops trying): the ETA plus the grace, but never sooner
+    /// than `minimumFreshness` from now, so that a late order is not greyed out while it moves, and never
+    /// beyond the activity's lifetime, after which iOS accepts no update anyway.
+    func staleDate(for state: ContentState, startedAt: Date, now: Date) -> Date {
         min(
-            state.estimatedArrival.addingTimeInterval(configuration.staleGrace),
+            max(
+                state.estimatedArrival.addingTimeInterval(configuration.staleGrace),
+                now.addingTimeInterval(configuration.minimumFreshness)),
             startedAt.addingTimeInterval(configuration.activityLifetime)
         )
     }
@@ -222,7 +230,7 @@ public struct PushPlanner: Sendable {
     ) throws(PayloadTooLargeError) -> LiveActivityPush {
         let attributes =
             event == .start || alert
-            ? projector.attributes(for: order) : ActivityAttributes(orderNumber: "", merchantName: "")
+            ? projector.attributes(for: order) : DeliveryAttributes(orderId: "", orderNumber: "", merchantName: "")
         let alertText =
             alert
             ? Language(localeTag: order.customer.locale).alert(

@@ -1,3 +1,4 @@
+internal import DeliveryActivityContract
 public import Foundation
 internal import OrderDomain
 public import Projection
@@ -96,6 +97,7 @@ public final class PushWorker {
         let token: String
         let registeredAt: Date
         let bundleID: String
+        let merchantID: String
     }
 
     /// Drains the outbox until the task is cancelled: a batch whenever `signal` fires, and at least
@@ -270,7 +272,8 @@ public final class PushWorker {
                     return .send(
                         Planned(
                             item: item, push: push, environment: activity.environment, token: activity.pushToken,
-                            registeredAt: activity.registeredAt, bundleID: activity.bundleID))
+                            registeredAt: activity.registeredAt, bundleID: activity.bundleID,
+                            merchantID: order.merchantID))
                 case .skip(.activityExpired):
                     return .finish(
                         PushCompletion(
@@ -280,7 +283,8 @@ public final class PushWorker {
                     return .finish(PushCompletion(item: item, outcome: .sent))
                 }
             case .start(let customerID, let deviceID):
-                guard let device = context.pushToStart[DeviceKey(customerID: customerID, deviceID: deviceID)] else {
+                let key = DeviceKey(merchantID: order.merchantID, customerID: customerID, deviceID: deviceID)
+                guard let device = context.pushToStart[key] else {
                     return .finish(PushCompletion(item: item, outcome: .sent))
                 }
                 switch try planner.planStart(order: order, bundleID: device.bundleID, now: now) {
@@ -288,7 +292,8 @@ public final class PushWorker {
                     return .send(
                         Planned(
                             item: item, push: push, environment: device.environment, token: device.pushToken,
-                            registeredAt: device.registeredAt, bundleID: device.bundleID))
+                            registeredAt: device.registeredAt, bundleID: device.bundleID,
+                            merchantID: order.merchantID))
                 case .skip:
                     return .finish(PushCompletion(item: item, outcome: .sent))
                 }
@@ -360,7 +365,8 @@ public final class PushWorker {
                     activityID: activityID, reason: reason, onlyIfRegisteredBefore: registeredBefore)
             case .start(let customerID, let deviceID):
                 completion.removal = .pushToStart(
-                    customerID: customerID, deviceID: deviceID, onlyIfRegisteredBefore: registeredBefore)
+                    merchantID: entry.merchantID, customerID: customerID, deviceID: deviceID,
+                    onlyIfRegisteredBefore: registeredBefore)
             }
         case .deadLetter:
             metrics.pushes.increment([event, "dead_lettered"])

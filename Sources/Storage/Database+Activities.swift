@@ -10,13 +10,18 @@ extension Database {
     /// Registers an activity's push token; a new token for the same activity replaces the old one.
     ///
     /// A re-registration keeps the activity's start time (its 8-hour lifetime runs from the first one)
-    /// and stamps `registeredAt`, so that an older 410 cannot remove the new token.
+    /// and stamps `registeredAt`, so that an older 410 cannot remove the new token. Every registration
+    /// queues one push in the same transaction: the pusher sends the order's current state unless it
+    /// equals what the activity shows (`shown`, or what was last sent to it), so a status that changed
+    /// between a push-to-start and the app's registration reaches the phone at once.
+    /// - Parameter shown: what the app says the activity shows now; `nil` keeps what was last sent
+    ///   (nothing, for a new activity: its first push then carries the current state).
     /// - Throws: `StorageError` with the domain's `not_found` for a missing order, `order_closed` for a
     ///   delivered or cancelled one (checked in the same transaction, so no token slips in after the end).
     public func registerActivity(
         orderID: String, activityID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
-        now: Date
-    ) throws(StorageError) -> ActivityRecord {
+        shown: ShownState?, now: Date, requestID: String? = nil
+    ) throws(StorageError) -> ActivityRegistration {
         try write { connection in
             let status = try connection.cached("SELECT status FROM orders WHERE id = ?").firstRow([.text(orderID)]) {
                 OrderStatus(rawValue: $0.text(0) ?? "")
@@ -25,6 +30,7 @@ extension Database {
             if let status, status.isTerminal {
                 throw OrderError(.orderClosed, "order is \(status.rawValue)", currentStatus: status)
             }
+            let previous = try Self.activity(orderID: orderID, activityID: activityID, connection)
             try connection.cached(
                 """
                 INSERT INTO activities (order_id, activity_id, push_token, environment, bundle_id, started_at, registered_at)
@@ -38,10 +44,21 @@ extension Database {
                 .text(orderID), .text(activityID), .text(pushToken), .text(environment.rawValue), .text(bundleID),
                 .integer(now.storageMilliseconds), .integer(now.storageMilliseconds),
             ])
+            if let shown {
+                try connection.cached(
+                    """
+                    UPDATE activities SET last_sent_status = ?, last_sent_fingerprint = ?
+                    WHERE order_id = ? AND activity_id = ?
+                    """
+                ).run([.text(shown.status.rawValue), .text(shown.fingerprint), .text(orderID), .text(activityID)])
+            }
+            try Self.enqueue(
+                orderID: orderID, eventID: nil, target: .activity(activityID: activityID), now: now,
+                requestID: requestID, connection)
             guard let record = try Self.activity(orderID: orderID, activityID: activityID, connection) else {
                 throw StorageError("activity \(activityID) vanished after registration")
             }
-            return record
+            return ActivityRegistration(record: record, rotated: previous != nil, queuedPushes: 1)
         }
     }
 
@@ -115,54 +132,69 @@ extension Database {
         }
     }
 
-    /// Stores a device's push-to-start token; a new token for the same device replaces the old one.
+    /// Stores a device's push-to-start token under its merchant and customer; a new token for the same
+    /// device replaces the old one (and the credential it came with).
     public func registerPushToStart(
-        customerID: String, deviceID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
+        _ device: DeviceKey, credentialID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
         now: Date
     ) throws(StorageError) {
         try write { connection in
             try connection.cached(
                 """
-                INSERT INTO push_to_start_tokens (customer_id, device_id, push_token, environment, bundle_id, registered_at)
-                VALUES (?, ?, ?, ?, ?, ?)
-                ON CONFLICT (customer_id, device_id) DO UPDATE SET push_token = excluded.push_token,
-                    environment = excluded.environment, bundle_id = excluded.bundle_id, registered_at = excluded.registered_at
+                INSERT INTO push_to_start_tokens (merchant_id, customer_id, device_id, credential_id, push_token,
+                    environment, bundle_id, registered_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (merchant_id, customer_id, device_id) DO UPDATE SET push_token = excluded.push_token,
+                    credential_id = excluded.credential_id, environment = excluded.environment,
+                    bundle_id = excluded.bundle_id, registered_at = excluded.registered_at
                 """
             ).run([
-                .text(customerID), .text(deviceID), .text(pushToken), .text(environment.rawValue), .text(bundleID),
-                .integer(now.storageMilliseconds),
+                .text(device.merchantID), .text(device.customerID), .text(device.deviceID), .text(credentialID),
+                .text(pushToken), .text(environment.rawValue), .text(bundleID), .integer(now.storageMilliseconds),
             ])
         }
     }
 
+    /// Removes a device's push-to-start token (the customer signed out on it); returns whether it had one.
+    @discardableResult
+    public func removePushToStart(_ device: DeviceKey) throws(StorageError) -> Bool {
+        try write { connection in try Self.deletePushToStart(device, onlyIfRegisteredBefore: nil, connection) }
+    }
+
     /// A device's push-to-start token, if it has one.
-    static func pushToStart(customerID: String, deviceID: String, _ connection: SQLiteConnection) throws
-        -> PushToStartRecord?
-    {
+    public func pushToStart(_ device: DeviceKey) throws(StorageError) -> PushToStartRecord? {
+        try read { connection in try Self.pushToStart(device, connection) }
+    }
+
+    static func pushToStart(_ device: DeviceKey, _ connection: SQLiteConnection) throws -> PushToStartRecord? {
         try connection.cached(
             """
-            SELECT customer_id, device_id, push_token, environment, bundle_id, registered_at
-            FROM push_to_start_tokens WHERE customer_id = ? AND device_id = ?
+            SELECT merchant_id, customer_id, device_id, credential_id, push_token, environment, bundle_id, registered_at
+            FROM push_to_start_tokens WHERE merchant_id = ? AND customer_id = ? AND device_id = ?
             """
-        ).firstRow([.text(customerID), .text(deviceID)]) { row in
+        ).firstRow([.text(device.merchantID), .text(device.customerID), .text(device.deviceID)]) { row in
             PushToStartRecord(
-                customerID: row.text(0) ?? "", deviceID: row.text(1) ?? "", pushToken: row.text(2) ?? "",
-                environment: PushEnvironment(rawValue: row.text(3) ?? "") ?? .production,
-                bundleID: row.text(4) ?? "",
-                registeredAt: Date(storageMilliseconds: row.int(5) ?? 0)
+                merchantID: row.text(0) ?? "", customerID: row.text(1) ?? "", deviceID: row.text(2) ?? "",
+                credentialID: row.text(3) ?? "", pushToken: row.text(4) ?? "",
+                environment: PushEnvironment(rawValue: row.text(5) ?? "") ?? .production,
+                bundleID: row.text(6) ?? "",
+                registeredAt: Date(storageMilliseconds: row.int(7) ?? 0)
             )
         }
     }
 
     /// Removes a dead push-to-start token unless it was registered again after `onlyIfRegisteredBefore`.
     @discardableResult
-    static func deletePushToStart(
-        customerID: String, deviceID: String, onlyIfRegisteredBefore: Date?, _ connection: SQLiteConnection
-    ) throws -> Bool {
+    static func deletePushToStart(_ device: DeviceKey, onlyIfRegisteredBefore: Date?, _ connection: SQLiteConnection)
+        throws -> Bool
+    {
         try connection.cached(
-            "DELETE FROM push_to_start_tokens WHERE customer_id = ? AND device_id = ? AND registered_at <= ?"
+            """
+            DELETE FROM push_to_start_tokens
+            WHERE merchant_id = ? AND customer_id = ? AND device_id = ? AND registered_at <= ?
+            """
         ).run([
-            .text(customerID), .text(deviceID),
+            .text(device.merchantID), .text(device.customerID), .text(device.deviceID),
             .integer((onlyIfRegisteredBefore ?? .distantFuture).storageMilliseconds),
         ])
         return connection.changes > 0

@@ -15,7 +15,7 @@ extension Database {
         """
 
     /// Stores a new order with its `created` event, and queues a `start` push for every push-to-start
-    /// token of the customer, in one transaction.
+    /// device of the merchant's customer, in one transaction.
     ///
     /// The same merchant and number again returns the stored order and writes nothing.
     /// - Parameter requestID: the HTTP request behind the order, kept with its event and pushes.
@@ -33,8 +33,10 @@ extension Database {
                 "INSERT INTO orders (\(Self.orderColumns), tracking_token_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             ).run(Self.encode(order) + [trackingTokenHash.map(SQLiteValue.text) ?? .null])
             let eventID = try Self.insert(event, requestID: requestID, connection)
-            let devices = try connection.cached("SELECT device_id FROM push_to_start_tokens WHERE customer_id = ?")
-                .rows([.text(order.customer.id)]) { $0.text(0) ?? "" }
+            // Only this merchant's devices of this customer: customer ids are the merchant's own names.
+            let devices = try connection.cached(
+                "SELECT device_id FROM push_to_start_tokens WHERE merchant_id = ? AND customer_id = ?"
+            ).rows([.text(order.merchantID), .text(order.customer.id)]) { $0.text(0) ?? "" }
             for device in devices {
                 try Self.enqueue(
                     orderID: order.id, eventID: eventID,

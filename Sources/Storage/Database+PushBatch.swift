@@ -12,12 +12,14 @@ public struct ActivityKey: Hashable, Sendable {
     }
 }
 
-/// A customer's device, as a dictionary key.
+/// A device of one merchant's customer, as a dictionary key.
 public struct DeviceKey: Hashable, Sendable {
+    public let merchantID: String
     public let customerID: String
     public let deviceID: String
 
-    public init(customerID: String, deviceID: String) {
+    public init(merchantID: String, customerID: String, deviceID: String) {
+        self.merchantID = merchantID
         self.customerID = customerID
         self.deviceID = deviceID
     }
@@ -61,7 +63,7 @@ public struct PushCompletion: Sendable {
     /// A token to remove: an activity's (ending it) or a device's push-to-start token.
     public enum Removal: Sendable, Hashable {
         case activity(activityID: String, reason: String, onlyIfRegisteredBefore: Date?)
-        case pushToStart(customerID: String, deviceID: String, onlyIfRegisteredBefore: Date?)
+        case pushToStart(merchantID: String, customerID: String, deviceID: String, onlyIfRegisteredBefore: Date?)
     }
 
     public var item: OutboxItem
@@ -115,9 +117,11 @@ extension Database {
                             Int($0.int(0) ?? 0)
                         } ?? 0
                 case .start(let customerID, let deviceID):
-                    let key = DeviceKey(customerID: customerID, deviceID: deviceID)
+                    // Devices belong to the order's merchant: another merchant's device never gets its start.
+                    guard let merchantID = context.orders[item.orderID]?.merchantID else { continue }
+                    let key = DeviceKey(merchantID: merchantID, customerID: customerID, deviceID: deviceID)
                     guard context.pushToStart[key] == nil,
-                        let record = try Self.pushToStart(customerID: customerID, deviceID: deviceID, connection)
+                        let record = try Self.pushToStart(key, connection)
                     else { continue }
                     context.pushToStart[key] = record
                 }
@@ -155,10 +159,11 @@ extension Database {
                         try Self.endActivity(
                             orderID: completion.item.orderID, activityID: activityID, reason: reason, now: now,
                             onlyIfRegisteredBefore: before, connection))
-                case .pushToStart(let customerID, let deviceID, let before)?:
+                case .pushToStart(let merchantID, let customerID, let deviceID, let before)?:
                     removed.append(
                         try Self.deletePushToStart(
-                            customerID: customerID, deviceID: deviceID, onlyIfRegisteredBefore: before, connection))
+                            DeviceKey(merchantID: merchantID, customerID: customerID, deviceID: deviceID),
+                            onlyIfRegisteredBefore: before, connection))
                 case nil:
                     removed.append(false)
                 }

@@ -21,17 +21,27 @@ public protocol DeliveryStore: Sendable {
     // Activities and push-to-start tokens.
     func registerActivity(
         orderID: String, activityID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
-        now: Date
-    ) throws(StorageError) -> ActivityRecord
+        shown: ShownState?, now: Date, requestID: String?
+    ) throws(StorageError) -> ActivityRegistration
     @discardableResult
     func endActivity(orderID: String, activityID: String, reason: String, now: Date, onlyIfRegisteredBefore: Date?)
         throws(StorageError) -> Bool
     func activity(orderID: String, activityID: String) throws(StorageError) -> ActivityRecord?
     func liveActivities(orderID: String) throws(StorageError) -> [ActivityRecord]
     func registerPushToStart(
-        customerID: String, deviceID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
+        _ device: DeviceKey, credentialID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
         now: Date
     ) throws(StorageError)
+    @discardableResult
+    func removePushToStart(_ device: DeviceKey) throws(StorageError) -> Bool
+    func pushToStart(_ device: DeviceKey) throws(StorageError) -> PushToStartRecord?
+
+    // Customer credentials: what a customer's app registers its devices and activities with.
+    func createCustomerCredential(_ credential: CustomerCredentialRecord) throws(StorageError)
+    func customerCredential(id: String) throws(StorageError) -> CustomerCredentialRecord?
+    @discardableResult
+    func revokeCustomerCredential(id: String, merchantID: String, customerID: String, now: Date)
+        throws(StorageError) -> Bool
 
     // The outbox and the push log.
     func pushBatchContext(for items: [OutboxItem], highPrioritySince since: Date) throws(StorageError)

@@ -25,14 +25,60 @@ public struct ActivityRecord: Sendable, Hashable {
     public let lastSentTimestamp: Date?
 }
 
-/// A push-to-start token of one customer device.
+/// A push-to-start token of one device of one merchant's customer.
 public struct PushToStartRecord: Sendable, Hashable {
+    public let merchantID: String
     public let customerID: String
     public let deviceID: String
+    /// The customer credential the device registered with; revoking it removes the device.
+    public let credentialID: String
     public let pushToken: String
     public let environment: PushEnvironment
     public let bundleID: String
     public let registeredAt: Date
+}
+
+/// What an activity shows, as the app reported it when it registered its token: the pusher compares
+/// it with the order's state and pushes at once when they differ.
+public struct ShownState: Sendable, Hashable {
+    public let status: OrderStatus
+    /// `LiveActivityProjector.fingerprint` of the state shown.
+    public let fingerprint: String
+
+    public init(status: OrderStatus, fingerprint: String) {
+        self.status = status
+        self.fingerprint = fingerprint
+    }
+}
+
+/// A registered activity token and the push it queued.
+public struct ActivityRegistration: Sendable, Hashable {
+    public let record: ActivityRecord
+    /// Whether this registration replaced another token of the same activity.
+    public let rotated: Bool
+    /// Outbox rows queued (one: the pusher sends the current state unless the activity shows it).
+    public let queuedPushes: Int
+}
+
+/// A credential a merchant minted for one of its customers' apps: only its SHA-256 is kept.
+public struct CustomerCredentialRecord: Sendable, Hashable {
+    public let id: String
+    public let keyHash: String
+    public let merchantID: String
+    public let customerID: String
+    public let createdAt: Date
+    public let revokedAt: Date?
+
+    public init(
+        id: String, keyHash: String, merchantID: String, customerID: String, createdAt: Date, revokedAt: Date? = nil
+    ) {
+        self.id = id
+        self.keyHash = keyHash
+        self.merchantID = merchantID
+        self.customerID = customerID
+        self.createdAt = createdAt
+        self.revokedAt = revokedAt
+    }
 }
 
 /// What an outbox row pushes to: a running activity, or a device to start one on.

@@ -16,7 +16,9 @@ struct Configuration: Sendable {
     var apnsProductionURL = "https://api.push.apple.com"
     var apnsCAFile: String?
     var dismissalDelaySeconds = 900
-    var dateEncoding = "reference"
+    var staleGraceSeconds = 900
+    var minimumFreshnessSeconds = 900
+    var highPriorityBudget = 6
     var synchronous = "full"
     var accessLog = true
     var logLevel = Logger.Level.info
@@ -159,15 +161,33 @@ struct Configuration: Sendable {
             }, current: { String($0.dismissalDelaySeconds) }
         ),
         Setting(
-            flag: "--date-encoding", environment: "DELIVERYD_DATE_ENCODING", placeholder: "reference|unix",
-            help: "how dates in content-state are encoded (default reference: seconds since 2001-01-01)",
+            flag: "--date-encoding", environment: "DELIVERYD_DATE_ENCODING", placeholder: "reference",
+            help: "dates in content-state: seconds since 2001-01-01, what ActivityKit decodes (the only value)",
             isSecret: false,
             apply: { config, value throws(ConfigurationError) in
-                guard value == "reference" || value == "unix" else {
-                    throw .invalid("--date-encoding", value, "expected reference or unix")
+                guard value == "reference" else {
+                    throw .invalid(
+                        "--date-encoding", value,
+                        "only reference is supported: ActivityKit decodes content-state with a default JSONDecoder, "
+                            + "which reads a Date as seconds since 2001-01-01, so Unix seconds showed ETAs 31 years late"
+                    )
                 }
-                config.dateEncoding = value
-            }, current: { $0.dateEncoding }
+            }, current: { _ in nil }
+        ),
+        integerSetting(
+            flag: "--stale-grace", environment: "DELIVERYD_STALE_GRACE", range: 0...28_800,
+            help: "seconds after the ETA that an activity turns stale on the phone (default 900)",
+            keyPath: \.staleGraceSeconds
+        ),
+        integerSetting(
+            flag: "--minimum-freshness", environment: "DELIVERYD_MINIMUM_FRESHNESS", range: 60...28_800,
+            help: "least seconds from now for stale-date and apns-expiration, so late orders stay fresh (default 900)",
+            keyPath: \.minimumFreshnessSeconds
+        ),
+        integerSetting(
+            flag: "--high-priority-budget", environment: "DELIVERYD_HIGH_PRIORITY_BUDGET", range: 0...1000,
+            help: "priority-10 pushes per activity per hour before updates go at priority 5 (default 6)",
+            keyPath: \.highPriorityBudget
         ),
         Setting(
             flag: "--synchronous", environment: "DELIVERYD_SYNCHRONOUS", placeholder: "full|normal",

@@ -141,8 +141,10 @@ checkpointTimer.setEventHandler {
 checkpointTimer.resume()
 
 let projectionConfiguration = ProjectionConfiguration(
-    dateEncoding: configuration.dateEncoding == "unix" ? .unix : .reference,
-    dismissalDelay: Double(configuration.dismissalDelaySeconds)
+    staleGrace: Double(configuration.staleGraceSeconds),
+    minimumFreshness: Double(configuration.minimumFreshnessSeconds),
+    dismissalDelay: Double(configuration.dismissalDelaySeconds),
+    highPriorityBudgetPerHour: configuration.highPriorityBudget
 )
 let outboxSignal = OutboxSignal()
 let service = DeliveryService(

@@ -91,6 +91,17 @@ final class APIHarness {
         return key
     }
 
+    /// A customer credential minted by `merchantKey` for one of its customers.
+    func customerCredential(_ merchantKey: String, customer: String) throws -> (id: String, credential: String) {
+        let reply = try send("POST", "/v1/customers/\(customer)/credentials", as: merchantKey, json: [String: Any]())
+        guard reply.status == 201, let id = reply.json["id"] as? String,
+            let credential = reply.json["credential"] as? String
+        else {
+            throw HarnessError("minting failed: \(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
+        }
+        return (id, credential)
+    }
+
     /// Creates an order as `merchantKey`; returns its id and tracking token.
     func createOrder(_ merchantKey: String, number: String, customer: String = "c-42") throws -> (
         id: String, token: String

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Who calls, relative to one order: placed by merchant m-1, assigned to rider r-1.
+/// Who calls, relative to one order: placed by merchant m-1 for its customer c-42, assigned to rider r-1.
 enum Role: String, CaseIterable, Sendable {
     case none
     case wrongMerchant
@@ -11,6 +11,10 @@ enum Role: String, CaseIterable, Sendable {
     case ownerRider
     case customer
     case admin
+    /// The customer credential m-1 minted for c-42 (what the customer's app holds).
+    case customerAccount
+    /// The customer credential m-2 minted for its own customer c-42: another tenant, same customer id.
+    case otherTenantCustomer
 }
 
 /// One endpoint of the matrix with the status every role must get.
@@ -33,41 +37,58 @@ struct MatrixRow: Sendable, CustomTestStringConvertible {
     }
 }
 
-//                               none wrongM wrongR otherC ownerM ownerR cust admin
+let pushToken = "00112233445566778899aabbccddeeff"
+
+//                               none wrongM wrongR otherC ownerM ownerR cust admin custA otherT
 let matrix: [MatrixRow] = [
-    MatrixRow("GET", "/v1/orders/{order}", [401, 404, 404, 404, 200, 200, 200, 200]),
+    MatrixRow("GET", "/v1/orders/{order}", [401, 404, 404, 404, 200, 200, 200, 200, 200, 404]),
     MatrixRow(
         "POST", "/v1/orders/{order}/status", body: { _ in ["status": "pickup"] },
-        [401, 404, 404, 404, 200, 200, 403, 200]),
+        [401, 404, 404, 404, 200, 200, 403, 200, 403, 404]),
     MatrixRow(
         "PATCH", "/v1/orders/{order}/eta", body: { _ in ["estimatedArrival": "{eta}"] },
-        [401, 404, 404, 404, 200, 200, 403, 200]),
+        [401, 404, 404, 404, 200, 200, 403, 200, 403, 404]),
     MatrixRow(
         "PUT", "/v1/orders/{order}/rider", body: { _ in ["riderId": "r-1", "name": "Marco Rossi"] },
-        [401, 404, 404, 404, 200, 403, 403, 200]),
-    MatrixRow("GET", "/v1/orders/{order}/live-activity", [401, 404, 404, 404, 200, 200, 200, 200]),
-    MatrixRow("GET", "/v1/orders/{order}/pushes", [401, 404, 404, 404, 200, 200, 403, 200]),
+        [401, 404, 404, 404, 200, 403, 403, 200, 403, 404]),
+    MatrixRow("GET", "/v1/orders/{order}/live-activity", [401, 404, 404, 404, 200, 200, 200, 200, 200, 404]),
+    MatrixRow("GET", "/v1/orders/{order}/pushes", [401, 404, 404, 404, 200, 200, 403, 200, 403, 404]),
     MatrixRow(
         "PUT", "/v1/orders/{order}/activities/a-2",
-        body: { _ in ["pushToken": "00112233445566778899aabbccddeeff", "environment": "development"] },
-        [401, 403, 403, 404, 403, 403, 200, 403]),
-    MatrixRow("DELETE", "/v1/orders/{order}/activities/a-1", [401, 403, 403, 404, 403, 403, 204, 403]),
+        body: { _ in ["pushToken": pushToken, "environment": "development"] },
+        [401, 403, 403, 404, 403, 403, 200, 403, 200, 404]),
+    MatrixRow("DELETE", "/v1/orders/{order}/activities/a-1", [401, 403, 403, 404, 403, 403, 204, 403, 204, 404]),
+    // Each customer app registers its own device, under its own merchant: both tenants' c-42 may.
     MatrixRow(
-        "PUT", "/v1/customers/c-42/push-to-start/d-1",
-        body: { _ in ["pushToken": "00112233445566778899aabbccddeeff", "environment": "production"] },
-        [401, 200, 403, 403, 200, 403, 403, 200]),
+        "PUT", "/v1/customers/c-42/push-to-start/d-2",
+        body: { _ in ["pushToken": pushToken, "environment": "production"] },
+        [401, 403, 403, 403, 403, 403, 403, 403, 200, 200]),
+    MatrixRow(
+        "PUT", "/v1/customers/c-7/push-to-start/d-2",
+        body: { _ in ["pushToken": pushToken, "environment": "production"] },
+        [401, 403, 403, 403, 403, 403, 403, 403, 404, 404]),
+    // d-1 is m-1's c-42's device: the other tenant's c-42 has no such device.
+    MatrixRow("DELETE", "/v1/customers/c-42/push-to-start/d-1", [401, 403, 403, 403, 403, 403, 403, 403, 204, 404]),
+    MatrixRow(
+        "POST", "/v1/customers/c-42/credentials", body: { $0 == .admin ? ["merchantId": "m-1"] : [:] },
+        [401, 201, 403, 403, 201, 403, 403, 201, 403, 403]),
+    MatrixRow(
+        "DELETE", "/v1/customers/c-42/credentials/{credential}",
+        [401, 404, 403, 403, 204, 403, 403, 204, 403, 403]),
     MatrixRow(
         "POST", "/v1/orders", body: { $0 == .admin ? ["merchantId": "m-1"] : [:] },
-        [401, 201, 403, 403, 201, 403, 403, 201]),
+        [401, 201, 403, 403, 201, 403, 403, 201, 403, 403]),
     MatrixRow(
         "POST", "/v1/admin/keys", body: { _ in ["role": "rider", "riderId": "r-9"] },
-        [401, 403, 403, 403, 403, 403, 403, 201]),
-    MatrixRow("GET", "/v1/admin/keys", [401, 403, 403, 403, 403, 403, 403, 200]),
-    MatrixRow("DELETE", "/v1/admin/keys/{spareKey}", [401, 403, 403, 403, 403, 403, 403, 204]),
-    MatrixRow("GET", "/v1/admin/dead-letters", [401, 403, 403, 403, 403, 403, 403, 200]),
-    MatrixRow("POST", "/v1/admin/dead-letters/replay", body: { _ in [:] }, [401, 403, 403, 403, 403, 403, 403, 200]),
-    MatrixRow("GET", "/healthz", [200, 200, 200, 200, 200, 200, 200, 200]),
-    MatrixRow("GET", "/readyz", [200, 200, 200, 200, 200, 200, 200, 200]),
+        [401, 403, 403, 403, 403, 403, 403, 201, 403, 403]),
+    MatrixRow("GET", "/v1/admin/keys", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403]),
+    MatrixRow("DELETE", "/v1/admin/keys/{spareKey}", [401, 403, 403, 403, 403, 403, 403, 204, 403, 403]),
+    MatrixRow("GET", "/v1/admin/dead-letters", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403]),
+    MatrixRow(
+        "POST", "/v1/admin/dead-letters/replay", body: { _ in [:] }, [401, 403, 403, 403, 403, 403, 403, 200, 403, 403]
+    ),
+    MatrixRow("GET", "/healthz", [200, 200, 200, 200, 200, 200, 200, 200, 200, 200]),
+    MatrixRow("GET", "/readyz", [200, 200, 200, 200, 200, 200, 200, 200, 200, 200]),
 ]
 
 @Suite("Authorization matrix: every endpoint × every role")
@@ -79,6 +100,7 @@ struct AuthorizationMatrixTests {
             let world = try World()
             var path = row.path.replacingOccurrences(of: "{order}", with: world.orderID)
             path = path.replacingOccurrences(of: "{spareKey}", with: world.spareKeyID)
+            path = path.replacingOccurrences(of: "{credential}", with: world.customerCredentialID)
             var body: [String: Any]? = row.body(role).map { fields in
                 fields.mapValues { $0 == "{eta}" ? APIHarness.rfc3339(world.api.now.addingTimeInterval(2400)) : $0 }
             }
@@ -100,6 +122,7 @@ struct World {
     let api: APIHarness
     let orderID: String
     let spareKeyID: String
+    let customerCredentialID: String
     private let credentials: [Role: String]
 
     init() throws {
@@ -122,8 +145,18 @@ struct World {
         let spare = try api.key("merchant", merchant: "m-3")
         spareKeyID = String(spare.split(separator: "_")[1])
         orderID = order.id
+        let wrongMerchant = try api.key("merchant", merchant: "m-2")
+        let account = try api.customerCredential(ownerMerchant, customer: "c-42")
+        customerCredentialID = account.id
+        try #require(
+            try api.send(
+                "PUT", "/v1/customers/c-42/push-to-start/d-1", as: account.credential,
+                json: ["pushToken": "aabbccddeeff00112233445566778899", "environment": "production"]
+            ).status == 200)
         credentials = [
-            .wrongMerchant: try api.key("merchant", merchant: "m-2"),
+            .customerAccount: account.credential,
+            .otherTenantCustomer: try api.customerCredential(wrongMerchant, customer: "c-42").credential,
+            .wrongMerchant: wrongMerchant,
             .wrongRider: try api.key("rider", rider: "r-2"),
             .otherCustomer: other.token,
             .ownerMerchant: ownerMerchant,

@@ -1,3 +1,4 @@
+import DeliveryActivityContract
 import FoundationEssentials
 import OrderDomain
 import Projection
@@ -56,7 +57,7 @@ struct GoldenPayloadTests {
         }
         #expect(
             String(decoding: push.payload, as: UTF8.self)
-                == #"{"aps":{"alert":{"body":"Pizza Roma has received your order.","sound":"default","title":"Order placed"},"attributes":{"merchantName":"Pizza Roma","orderNumber":"A-1001"},"attributes-type":"DeliveryAttributes","content-state":{"estimatedArrival":817907400,"progress":0,"stage":0,"status":"placed","statusText":"Order placed"},"event":"start","input-push-token":1,"relevance-score":40,"stale-date":1796215500,"timestamp":1796213400}}"#
+                == #"{"aps":{"alert":{"body":"Pizza Roma has received your order.","sound":"default","title":"Order placed"},"attributes":{"merchantName":"Pizza Roma","orderId":"o-1","orderNumber":"A-1001"},"attributes-type":"DeliveryAttributes","content-state":{"estimatedArrival":817907400,"progress":0,"stage":0,"status":"placed","statusText":"Order placed"},"event":"start","input-push-token":1,"relevance-score":40,"stale-date":1796215500,"timestamp":1796213400}}"#
         )
         #expect(push.event == .start)
         #expect(push.headers.priority == 10)
@@ -93,10 +94,16 @@ struct GoldenPayloadTests {
         }
     }
 
-    /// With Unix date encoding, the ETA inside content-state is Unix seconds.
-    @Test func unixDateEncoding() {
-        let projector = LiveActivityProjector(configuration: ProjectionConfiguration(dateEncoding: .unix))
-        let bytes = projector.encode(projector.contentState(for: Fixtures.order(status: .pickup)))
-        #expect(String(decoding: bytes, as: UTF8.self).hasPrefix(#"{"estimatedArrival":1796214600,"#))
+    /// An ETA off the minute is rounded to the nearest minute, the unit the app shows.
+    @Test func etaIsRoundedToTheMinute() throws {
+        let projector = LiveActivityProjector()
+        let state = projector.contentState(
+            for: Fixtures.order(status: .pickup, eta: Date(timeIntervalSince1970: 1_796_214_629))
+        )
+        #expect(state.estimatedArrival == Date(timeIntervalSince1970: 1_796_214_600))
+        let later = projector.contentState(
+            for: Fixtures.order(status: .pickup, eta: Date(timeIntervalSince1970: 1_796_214_631))
+        )
+        #expect(later.estimatedArrival == Date(timeIntervalSince1970: 1_796_214_660))
     }
 }

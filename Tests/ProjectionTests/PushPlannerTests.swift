@@ -1,4 +1,5 @@
-import FoundationEssentials
+import DeliveryActivityContract
+import Foundation
 import OrderDomain
 import Projection
 import Testing
@@ -97,6 +98,48 @@ struct PushPlannerTests {
         #expect(
             String(decoding: sent.payload, as: UTF8.self).contains(#""stale-date":\#(Int(end.timeIntervalSince1970))"#))
         #expect(try planner.planUpdate(order: order, activity: activity, now: end) == .skip(.activityExpired))
+    }
+
+    /// A late order (ETA 40 minutes ago): every update, the start and the end carry a stale date and an
+    /// expiration at least the minimum freshness from now, so iOS does not grey the activity out and
+    /// APNs keeps the push for a phone that is offline for a moment.
+    @Test(arguments: OrderStatus.allCases)
+    func lateOrdersStayFresh(status: OrderStatus) throws {
+        let planner = PushPlanner(configuration: ProjectionConfiguration(dismissalDelay: 0))
+        let now = Fixtures.now
+        let late = Fixtures.order(status: status, eta: now.addingTimeInterval(-40 * 60))
+        let activity = ActivityContext(bundleID: "b", startedAt: Fixtures.placedAt)
+        let freshUntil = now.addingTimeInterval(15 * 60)
+        let update = try #require(push(try planner.planUpdate(order: late, activity: activity, now: now)))
+        #expect(update.headers.expiration >= freshUntil)
+        let aps = try Self.aps(update)
+        if status.isTerminal {
+            #expect(update.event == .end)
+            // Dismissed at once on a phone that gets it, yet kept by APNs for one that is offline.
+            #expect(aps["dismissal-date"] as? Int == Int(now.timeIntervalSince1970))
+        } else {
+            #expect(try #require(aps["stale-date"] as? Int) >= Int(freshUntil.timeIntervalSince1970))
+            let start = try #require(push(try planner.planStart(order: late, bundleID: "b", now: now)))
+            #expect(start.headers.expiration >= freshUntil)
+            #expect(try #require(Self.aps(start)["stale-date"] as? Int) >= Int(freshUntil.timeIntervalSince1970))
+        }
+    }
+
+    /// The freshness floor is a setting; an order on time keeps ETA + grace.
+    @Test func freshnessFloorIsASetting() throws {
+        let planner = PushPlanner(configuration: ProjectionConfiguration(staleGrace: 300, minimumFreshness: 3600))
+        let onTime = Fixtures.order(status: .pickup, eta: Fixtures.now.addingTimeInterval(7200))
+        let activity = ActivityContext(bundleID: "b", startedAt: Fixtures.placedAt)
+        let sent = try #require(push(try planner.planUpdate(order: onTime, activity: activity, now: Fixtures.now)))
+        #expect(sent.headers.expiration == Fixtures.now.addingTimeInterval(7200 + 300))
+        let late = Fixtures.order(status: .pickup, eta: Fixtures.now.addingTimeInterval(-60))
+        let lateSent = try #require(push(try planner.planUpdate(order: late, activity: activity, now: Fixtures.now)))
+        #expect(lateSent.headers.expiration == Fixtures.now.addingTimeInterval(3600))
+    }
+
+    static func aps(_ push: LiveActivityPush) throws -> [String: Any] {
+        let object = try JSONSerialization.jsonObject(with: Data(push.payload)) as? [String: Any]
+        return try #require(object?["aps"] as? [String: Any])
     }
 
     /// An order that already ended starts no activity.

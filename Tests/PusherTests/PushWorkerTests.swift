@@ -59,7 +59,7 @@ struct PushWorkerTests {
         for (activity, token) in [("live", "live-token"), ("dead", "dead-token")] {
             _ = try store.registerActivity(
                 orderID: "o-1", activityID: activity, pushToken: token, environment: .development,
-                bundleID: "com.example.app", now: now
+                bundleID: "com.example.app", shown: nil, now: now
             )
         }
         func set(_ status: OrderStatus) throws {
@@ -114,7 +114,7 @@ struct LogSenderTests {
         try createOrder(in: store, id: "o-2", number: "A-2", at: now)
         _ = try store.registerActivity(
             orderID: "o-2", activityID: "a", pushToken: "0123456789abcdef0123", environment: .production,
-            bundleID: "com.example.app", now: now
+            bundleID: "com.example.app", shown: nil, now: now
         )
         _ = try store.change(orderID: "o-2", now: now) { current throws(OrderError) in
             try current.applying(StatusChange(status: .pickup), by: .admin, at: now)
@@ -149,7 +149,7 @@ struct CoalescingTests {
         try createOrder(in: store, id: "o-3", number: "A-3", at: now)
         _ = try store.registerActivity(
             orderID: "o-3", activityID: "a", pushToken: "coalesced-token", environment: .development,
-            bundleID: "com.example.app", now: now
+            bundleID: "com.example.app", shown: nil, now: now
         )
         var lastETA = now
         for step in 1...100 {
@@ -255,7 +255,7 @@ struct EnvironmentPauseTests {
             try createOrder(in: store, id: "o-\(index)", number: "A-\(index)", at: now)
             _ = try store.registerActivity(
                 orderID: "o-\(index)", activityID: "a", pushToken: token, environment: environment,
-                bundleID: "com.example.app", now: now)
+                bundleID: "com.example.app", shown: nil, now: now)
         }
         let registry = MetricsRegistry()
         let worker = PushWorker(
@@ -311,7 +311,7 @@ struct SeveralAppsTests {
             try createOrder(in: store, id: "o-\(index)", number: "A-\(index)", at: now)
             _ = try store.registerActivity(
                 orderID: "o-\(index)", activityID: "a", pushToken: "token-\(index)", environment: .development,
-                bundleID: bundle, now: now)
+                bundleID: bundle, shown: nil, now: now)
             _ = try store.change(orderID: "o-\(index)", now: now) { order throws(OrderError) in
                 try order.applying(StatusChange(status: .preparing), by: .admin, at: now)
             }

@@ -43,7 +43,7 @@ for index in 0..<100_000 {
     for activity in ["a", "b"] {
         _ = try database.registerActivity(
             orderID: id, activityID: activity, pushToken: "t-\(id)-\(activity)", environment: .development,
-            bundleID: "com.example.app", now: now
+            bundleID: "com.example.app", shown: nil, now: now
         )
     }
     for status in [OrderStatus.preparing, .pickup, .delivering, .delivered] {

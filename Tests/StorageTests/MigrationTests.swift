@@ -10,14 +10,15 @@ struct MigrationTests {
         let directory = try TemporaryDirectory()
         let configuration = StorageConfiguration(dataDirectory: directory.path)
         let bundled = try Migrator.bundled()
-        #expect(bundled.map(\.version) == [1, 2])
+        #expect(bundled.map(\.version) == [1, 2, 3])
         let connection = try SQLiteConnection.open(configuration)
-        #expect(try Migrator.migrate(connection, bundled) == [1, 2])
+        #expect(try Migrator.migrate(connection, bundled) == [1, 2, 3])
         #expect(try Migrator.migrate(connection, bundled) == [])
         let tables = try connection.cached("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
             .rows([]) { $0.text(0) ?? "" }
         for table in [
-            "activities", "api_keys", "idempotency_keys", "order_events", "orders", "outbox", "push_log",
+            "activities", "api_keys", "customer_credentials", "idempotency_keys", "order_events", "orders", "outbox",
+            "push_log",
             "push_to_start_tokens", "schema_migrations",
         ] {
             #expect(tables.contains(table), "missing table \(table)")

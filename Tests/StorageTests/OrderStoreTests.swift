@@ -35,14 +35,17 @@ struct OrderStoreTests {
         #expect(try database.order(id: "o-2") == nil)
     }
 
-    /// A push-to-start token of the customer queues one start row when the order is created.
+    /// A push-to-start device of the merchant's customer queues one start row when the order is
+    /// created; the same customer id's device at another merchant queues nothing.
     @Test func creationQueuesStart() throws {
         let directory = try TemporaryDirectory()
         let database = try StoreFixtures.database(directory)
-        try database.registerPushToStart(
-            customerID: "c-42", deviceID: "iphone", pushToken: "pts", environment: .production, bundleID: "b",
-            now: StoreFixtures.t0
-        )
+        for merchant in ["m-1", "m-2"] {
+            try database.registerPushToStart(
+                DeviceKey(merchantID: merchant, customerID: "c-42", deviceID: "iphone"), credentialID: "c" + merchant,
+                pushToken: "pts-" + merchant, environment: .production, bundleID: "b", now: StoreFixtures.t0
+            )
+        }
         let (order, event) = try StoreFixtures.newOrder()
         guard
             case .created(_, _, let starts) = try database.createOrder(
@@ -54,6 +57,8 @@ struct OrderStoreTests {
         #expect(starts == 1)
         let claimed = try database.claimDue(owner: "w", now: StoreFixtures.t0, lease: 30, limit: 10)
         #expect(claimed.map(\.target) == [.start(customerID: "c-42", deviceID: "iphone")])
+        let context = try database.pushBatchContext(for: claimed, highPrioritySince: StoreFixtures.t0)
+        #expect(context.pushToStart.values.map(\.pushToken) == ["pts-m-1"])
     }
 
     /// One status change writes the order, its event and one outbox row per live activity, in one go.
@@ -144,7 +149,7 @@ struct DeliveryStoreTests {
         _ = try store.createOrder(order, event: event, trackingTokenHash: nil, now: StoreFixtures.t0, requestID: "r-1")
         _ = try store.registerActivity(
             orderID: order.id, activityID: "a", pushToken: "t", environment: .production, bundleID: "b",
-            now: StoreFixtures.t0
+            shown: nil, now: StoreFixtures.t0, requestID: nil
         )
         let stored = try store.change(orderID: order.id, now: StoreFixtures.t0, requestID: "r-2") {
             current throws(OrderError) in

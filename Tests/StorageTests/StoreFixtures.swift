@@ -29,7 +29,7 @@ enum StoreFixtures {
         for index in 0..<activities {
             _ = try database.registerActivity(
                 orderID: id, activityID: "act-\(index)", pushToken: "token-\(id)-\(index)", environment: .development,
-                bundleID: "com.example.app", now: t0
+                bundleID: "com.example.app", shown: nil, now: t0
             )
         }
         return order

@@ -1,0 +1,52 @@
+public import FoundationEssentials
+
+extension Database {
+    private static let customerCredentialColumns = "id, key_hash, merchant_id, customer_id, created_at, revoked_at"
+
+    /// Stores a new customer credential.
+    /// - Throws: `StorageError` when the id is taken.
+    public func createCustomerCredential(_ credential: CustomerCredentialRecord) throws(StorageError) {
+        try write { connection in
+            try connection.cached(
+                "INSERT INTO customer_credentials (\(Self.customerCredentialColumns)) VALUES (?, ?, ?, ?, ?, NULL)"
+            ).run([
+                .text(credential.id), .text(credential.keyHash), .text(credential.merchantID),
+                .text(credential.customerID), .integer(credential.createdAt.storageMilliseconds),
+            ])
+        }
+    }
+
+    /// One customer credential by id, revoked or not.
+    public func customerCredential(id: String) throws(StorageError) -> CustomerCredentialRecord? {
+        try read { connection in
+            try connection.cached(
+                "SELECT \(Self.customerCredentialColumns) FROM customer_credentials WHERE id = ?"
+            ).firstRow([.text(id)]) { row in
+                CustomerCredentialRecord(
+                    id: row.text(0) ?? "", keyHash: row.text(1) ?? "", merchantID: row.text(2) ?? "",
+                    customerID: row.text(3) ?? "", createdAt: Date(storageMilliseconds: row.int(4) ?? 0),
+                    revokedAt: row.int(5).map(Date.init(storageMilliseconds:)))
+            }
+        }
+    }
+
+    /// Revokes a customer's credential and removes the push-to-start devices registered with it, in one
+    /// transaction: a signed-out customer's phone gets no more activities.
+    /// - Returns: whether a live credential of that merchant's customer had this id.
+    @discardableResult
+    public func revokeCustomerCredential(id: String, merchantID: String, customerID: String, now: Date)
+        throws(StorageError) -> Bool
+    {
+        try write { connection in
+            try connection.cached(
+                """
+                UPDATE customer_credentials SET revoked_at = ?
+                WHERE id = ? AND merchant_id = ? AND customer_id = ? AND revoked_at IS NULL
+                """
+            ).run([.integer(now.storageMilliseconds), .text(id), .text(merchantID), .text(customerID)])
+            guard connection.changes > 0 else { return false }
+            try connection.cached("DELETE FROM push_to_start_tokens WHERE credential_id = ?").run([.text(id)])
+            return true
+        }
+    }
+}
