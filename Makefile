@@ -20,7 +20,7 @@ help:
 	@echo "make lint   check formatting with swift-format"
 	@echo "make format rewrite sources with swift-format"
 
-APT_TEST_PACKAGES := prometheus chromium chromium-driver
+APT_TEST_PACKAGES := prometheus chromium chromium-driver faketime
 
 # Installs the Debian packages named in $(1) that are missing.
 define apt_install
@@ -40,7 +40,8 @@ deps:
 	$(call apt_install,$(APT_PACKAGES))
 	@command -v swift >/dev/null || { echo "swift is not installed (expected in /opt/swift/usr/bin)"; exit 1; }
 
-## What the tests use besides the build: promtool (metrics format) and headless Chromium (dashboard).
+## What the tests use besides the build: promtool (metrics format), headless Chromium (dashboard) and
+## libfaketime (late orders without waiting).
 test-deps: deps
 	$(call apt_install,$(APT_TEST_PACKAGES))
 

@@ -31,7 +31,7 @@ public final class OutboxSignal: Sendable {
     }
 
     /// Waits for a notification newer than the `seen` count, or until `timeout` passes (rows
-    /// scheduled for a later retry have no commit to signal them).
+    /// scheduled for a later retry have no commit to signal them), or until the task is cancelled.
     /// - Returns: the notification count now seen, for the next call.
     func wait(after seen: UInt64, timeout: Duration) async -> UInt64 {
         let id = state.withLock { state -> UInt64? in
@@ -44,14 +44,19 @@ public final class OutboxSignal: Sendable {
             let (seconds, attoseconds) = timeout.components
             let delay = Double(seconds) + Double(attoseconds) / 1e18
             DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in self?.expire(id) }
-            await withCheckedContinuation { continuation in
-                // A notify or the timer may have ended this wait already (its entry is gone).
-                let parked = state.withLock { state -> Bool in
-                    guard state.waiters[id] != nil else { return false }
-                    state.waiters[id] = continuation
-                    return true
+            // Cancelling the waiting task ends the wait at once: a stopping worker does not sit out its poll.
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    // A notify, the timer or a cancellation may have ended this wait already (its entry is gone).
+                    let parked = state.withLock { state -> Bool in
+                        guard state.waiters[id] != nil else { return false }
+                        state.waiters[id] = continuation
+                        return true
+                    }
+                    if !parked { continuation.resume() }
                 }
-                if !parked { continuation.resume() }
+            } onCancel: {
+                expire(id)
             }
         }
         return state.withLock { $0.notifications }

@@ -1,3 +1,4 @@
+import DeliveryActivityClient
 import Foundation
 import TestSupport
 import Testing
@@ -73,12 +74,10 @@ struct AdminDashboardTests {
             let order = created.json["order"] as? [String: Any]
             let id = order?["id"] as? String ?? ""
             let tracking = created.json["trackingToken"] as? String ?? ""
-            _ = try LoopbackHTTP.send(
-                port: port, "PUT", "/v1/orders/\(id)/activities/a", bearer: tracking,
-                json: [
-                    "pushToken": index == 1 ? Self.failingToken : String(repeating: "ab", count: 32),
-                    "environment": "production",
-                ])
+            try CustomerApp(port: port).startLocally(
+                orderId: id, activityId: "a",
+                hexToken: index == 1 ? Self.failingToken : String(repeating: "ab", count: 32), environment: .production,
+                credential: tracking)
             if status != "placed" {
                 let bearer = status == "delivered" ? Self.adminKey : merchant
                 let changed = try LoopbackHTTP.send(

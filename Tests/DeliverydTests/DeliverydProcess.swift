@@ -12,6 +12,7 @@ final class DeliverydProcess {
     private let errorPipe = Pipe()
     private let outputPipe = Pipe()
     private let keepData: Bool
+    private let usesLauncher: Bool
 
     static var executableURL: URL { BuiltProduct.url("deliveryd") }
 
@@ -41,15 +42,32 @@ final class DeliverydProcess {
     ///   - dataDirectory: default a new temporary directory.
     ///   - keepData: leave the data directory in place on `stop()`, for a second start on it.
     ///   - port: default a random one; a restart passes the previous process's port.
-    init(extraArguments: [String] = [], dataDirectory: String? = nil, keepData: Bool = false, port: UInt16? = nil)
-        throws
-    {
+    ///   - clockShift: seconds that the process's wall clock runs ahead, through libfaketime (from
+    ///     `make test`'s packages); its monotonic clock, which timers use, stays real.
+    init(
+        extraArguments: [String] = [], dataDirectory: String? = nil, keepData: Bool = false, port: UInt16? = nil,
+        clockShift: Int? = nil
+    ) throws {
         self.port = port ?? UInt16.random(in: 21_000...32_000)
         self.dataDirectory = dataDirectory ?? NSTemporaryDirectory() + "deliveryd-e2e-" + UUID().uuidString
         self.keepData = keepData
-        process.executableURL = Self.executableURL
-        process.arguments = ["--listen", "127.0.0.1:\(self.port)", "--data-dir", self.dataDirectory] + extraArguments
-        process.environment = [:]
+        self.usesLauncher = clockShift != nil
+        let arguments = ["--listen", "127.0.0.1:\(self.port)", "--data-dir", self.dataDirectory] + extraArguments
+        if let clockShift {
+            // The faketime launcher rather than LD_PRELOAD set here: a Swift program started directly
+            // with the library preloaded sees no command-line arguments.
+            let launcher = "/usr/bin/faketime"
+            guard FileManager.default.isExecutableFile(atPath: launcher) else {
+                throw AppError(description: "faketime is missing: `make test` installs Debian's faketime package")
+            }
+            process.executableURL = URL(fileURLWithPath: launcher)
+            process.arguments = ["-f", "+\(clockShift)s", Self.executableURL.path] + arguments
+            process.environment = ["FAKETIME_DONT_FAKE_MONOTONIC": "1"]
+        } else {
+            process.executableURL = Self.executableURL
+            process.arguments = arguments
+            process.environment = [:]
+        }
         process.standardError = errorPipe
         process.standardOutput = outputPipe
         try process.run()
@@ -57,15 +75,24 @@ final class DeliverydProcess {
 
     /// Stops the process with SIGTERM and removes its data directory.
     func stop() -> Int32 {
-        if process.isRunning { process.terminate() }
+        if process.isRunning { kill(deliverydPID, SIGTERM) }
         process.waitUntilExit()
         if !keepData { try? FileManager.default.removeItem(atPath: dataDirectory) }
         return process.terminationStatus
     }
 
+    /// The pid of deliveryd itself: the launcher's child when the clock is shifted (the faketime
+    /// launcher blocks the signals it is sent instead of passing them on).
+    private var deliverydPID: pid_t {
+        guard usesLauncher else { return process.processIdentifier }
+        let pid = process.processIdentifier
+        let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
+        return children.split(separator: " ").first.flatMap { pid_t($0) } ?? pid
+    }
+
     /// Kills the process with SIGKILL, as a crash or the OOM killer would; the data stays.
     func crash() {
-        kill(process.processIdentifier, SIGKILL)
+        kill(deliverydPID, SIGKILL)
         process.waitUntilExit()
     }
 

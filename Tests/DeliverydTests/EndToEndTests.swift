@@ -1,3 +1,4 @@
+import DeliveryActivityClient
 import Foundation
 import TestSupport
 import Testing
@@ -37,9 +38,15 @@ struct EndToEndTests {
         let rider =
             try client.call("POST", "/v1/admin/keys", Self.adminKey, ["role": "rider", "riderId": "r-1"], 201)["key"]
             as! String
-        try client.call(
-            "PUT", "/v1/customers/c-1/push-to-start/d-1", merchant,
-            ["pushToken": Self.startToken, "environment": "production"], 200)
+        // The merchant's backend mints the signed-in customer's credential; the app registers its device.
+        let account =
+            try client.call("POST", "/v1/customers/c-1/credentials", merchant, [:], 201)["credential"] as! String
+        let app = CustomerApp(port: server.port)
+        let device = try app.send(
+            DeliveryAPICalls.registerPushToStart(
+                customerId: "c-1", deviceId: "d-1", pushToken: CustomerApp.bytes(hex: Self.startToken),
+                environment: .production, bundleId: nil, credential: account))
+        try #require(device.status == 200, "\(device.text)")
 
         // Order A: the whole delivery path, with a push-to-start, dead tokens and a rotation.
         let eta = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 / 60).rounded(.down) * 60 + 1800)
@@ -49,12 +56,13 @@ struct EndToEndTests {
         let trackingA = created["trackingToken"] as! String
         try client.waitForPushes(1)
         for (activity, token, environment) in [
-            ("a-live", Self.liveToken, "development"), ("a-dead", Self.deadToken, "production"),
-            ("a-bad", Self.badToken, "development"),
+            ("a-live", Self.liveToken, APNsEnvironment.development), ("a-dead", Self.deadToken, .production),
+            ("a-bad", Self.badToken, .development),
         ] {
-            try client.call(
-                "PUT", "/v1/orders/\(orderA)/activities/\(activity)", trackingA,
-                ["pushToken": token, "environment": environment], 200)
+            let registered = try app.startLocally(
+                orderId: orderA, activityId: activity, hexToken: token, environment: environment,
+                credential: trackingA)
+            try #require(registered.status == 200, "\(registered.text)")
         }
         let status = "/v1/orders/\(orderA)/status"
         try client.step("POST", status, merchant, ["status": "preparing"], expectPushes: 4)
@@ -90,9 +98,9 @@ struct EndToEndTests {
         let createdB = try client.call(
             "POST", "/v1/orders", merchant, Self.orderBody("B-1", customer: "c-2", eta: eta), 201)
         let orderB = (createdB["order"] as! [String: Any])["id"] as! String
-        try client.call(
-            "PUT", "/v1/orders/\(orderB)/activities/b-live", createdB["trackingToken"] as! String,
-            ["pushToken": Self.cancelledToken, "environment": "production"], 200)
+        try app.startLocally(
+            orderId: orderB, activityId: "b-live", hexToken: Self.cancelledToken, environment: .production,
+            credential: createdB["trackingToken"] as! String)
         try client.step("POST", "/v1/orders/\(orderB)/status", merchant, ["status": "cancelled"], expectPushes: 10)
         let reopened = try client.send("POST", "/v1/orders/\(orderB)/status", Self.adminKey, ["status": "delivered"])
         #expect(
@@ -103,9 +111,9 @@ struct EndToEndTests {
             "POST", "/v1/orders", merchant, Self.orderBody("C-1", customer: "c-3", eta: eta), 201)
         let orderC = (createdC["order"] as! [String: Any])["id"] as! String
         let trackingC = createdC["trackingToken"] as! String
-        try client.call(
-            "PUT", "/v1/orders/\(orderC)/activities/c-live", trackingC,
-            ["pushToken": Self.userEndedToken, "environment": "production"], 200)
+        try app.startLocally(
+            orderId: orderC, activityId: "c-live", hexToken: Self.userEndedToken, environment: .production,
+            credential: trackingC)
         #expect(try client.send("DELETE", "/v1/orders/\(orderC)/activities/c-live", trackingC).status == 204)
         try client.step("POST", "/v1/orders/\(orderC)/status", merchant, ["status": "preparing"], expectPushes: 10)
 

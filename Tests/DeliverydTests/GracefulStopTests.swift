@@ -1,3 +1,4 @@
+import DeliveryActivityClient
 import Foundation
 import Synchronization
 import TestSupport
@@ -29,10 +30,9 @@ struct GracefulStopTests {
             let id = (created.json["order"] as? [String: Any])?["id"] as? String ?? ""
             let token = String(format: "%064x", 1000 + index)
             #expect(
-                try LoopbackHTTP.send(
-                    port: first.port, "PUT", "/v1/orders/\(id)/activities/a",
-                    bearer: created.json["trackingToken"] as? String,
-                    json: ["pushToken": token, "environment": "production"]
+                try CustomerApp(port: first.port).startLocally(
+                    orderId: id, activityId: "a", hexToken: token, environment: .production,
+                    credential: created.json["trackingToken"] as? String ?? ""
                 ).status == 200)
             orders.append((id, token))
         }

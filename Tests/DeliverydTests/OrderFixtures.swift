@@ -1,11 +1,13 @@
+import DeliveryActivityClient
 import Foundation
 import TestSupport
 import Testing
 
 /// Orders made through a running deliveryd's API, as a merchant app and a customer app would.
 enum OrderFixtures {
-    /// `count` orders numbered `prefix-0`…, each with one Live Activity `a` registered for production
-    /// with the token `%064x` of `firstToken + index`.
+    /// `count` orders numbered `prefix-0`…, each with one Live Activity `a` started by the customer's
+    /// app with the order's current state and registered for production with the token `%064x` of
+    /// `firstToken + index`.
     /// - Parameter merchantID: needed when `bearer` is an admin key (a merchant key implies its own).
     static func withActivities(
         port: UInt16, count: Int, bearer: String, numbered prefix: String, firstToken: Int,
@@ -19,10 +21,10 @@ enum OrderFixtures {
             try #require(created.status == 201, "creating \(prefix)-\(index): \(created.status) \(created.text)")
             let id = (created.json["order"] as? [String: Any])?["id"] as? String ?? ""
             let token = String(format: "%064x", firstToken + index)
-            let registered = try LoopbackHTTP.send(
-                port: port, "PUT", "/v1/orders/\(id)/activities/a", bearer: created.json["trackingToken"] as? String,
-                json: ["pushToken": token, "environment": "production"])
-            try #require(registered.status == 200)
+            let registered = try CustomerApp(port: port).startLocally(
+                orderId: id, activityId: "a", hexToken: token, environment: .production,
+                credential: created.json["trackingToken"] as? String ?? "")
+            try #require(registered.status == 200, "registering \(prefix)-\(index): \(registered.text)")
             orders.append((id, token))
         }
         return orders

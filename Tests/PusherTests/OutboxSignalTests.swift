@@ -17,6 +17,18 @@ struct OutboxSignalTests {
         #expect(ContinuousClock.now - started < .seconds(300))
     }
 
+    /// Cancelling a waiting worker ends its wait at once, without a notify: a stopping deliveryd does
+    /// not sit out the poll (nor hang where timers do not fire, as under libfaketime).
+    @Test func cancellationEndsTheWait() async {
+        let signal = OutboxSignal()
+        let started = ContinuousClock.now
+        let waiting = Task { await signal.wait(after: 0, timeout: .seconds(600)) }
+        try? await Task.sleep(for: .milliseconds(50))
+        waiting.cancel()
+        #expect(await waiting.value == 0)
+        #expect(ContinuousClock.now - started < .seconds(300))
+    }
+
     /// Notifies while the worker is busy are not lost: the next wait returns at once, and only once.
     @Test func notifiesCoalesceIntoOnePendingWakeUp() async {
         let signal = OutboxSignal()

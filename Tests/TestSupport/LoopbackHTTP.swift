@@ -24,16 +24,17 @@ package enum LoopbackHTTP {
         package let description: String
     }
 
-    /// Sends a request; a `json` body is serialized with `Content-Type: application/json`.
+    /// Sends a request; a `json` body is serialized with `Content-Type: application/json`, a `body`
+    /// is sent as it is (with whatever `headers` say of it).
     package static func send(
         port: UInt16, _ method: String, _ path: String, bearer: String? = nil, json: Any? = nil,
-        headers: [String: String] = [:]
+        headers: [String: String] = [:], body rawBody: Data? = nil
     ) throws -> Response {
         guard let fd = connectLoopback(port: port, receiveTimeout: 10) else {
             throw Failure(description: "nothing listens on 127.0.0.1:\(port)")
         }
         defer { close(fd) }
-        var body = Data()
+        var body = rawBody ?? Data()
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
         if let bearer { head += "Authorization: Bearer \(bearer)\r\n" }
         if let json {
