@@ -150,7 +150,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DeliveryAPITests",
-            dependencies: ["DeliveryAPI", "HTTPServer", "OrderDomain", "Storage", "TestSupport"],
+            dependencies: ["DeliveryAPI", "HTTPServer", "OrderDomain", "Projection", "Storage", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -2,6 +2,7 @@ import DeliveryAPI
 import Foundation
 import HTTPServer
 import OrderDomain
+import Projection
 import Storage
 import Testing
 
@@ -171,6 +172,47 @@ struct CredentialAPITests {
             json: ["pushToken": "cccccccccccccccccccccccccccccccc", "environment": "production"])
         #expect(closed.status == 409 && closed.errorCode == "order_closed")
         #expect(try api.store.activity(orderID: order.id, activityID: "act-2") == nil)
+    }
+
+    /// What the activity shows is recorded as what it was last sent, so the pusher sends the current
+    /// state only when it differs; a malformed or out-of-range `contentState` (a date no `Date` could
+    /// hold, a stage past 4, a status deliveryd never sends) is `422` naming each field, and stores nothing.
+    @Test func registrationRecordsWhatTheActivityShows() throws {
+        let api = try APIHarness()
+        let merchant = try api.key("merchant", merchant: "m-1")
+        let order = try api.createOrder(merchant, number: "A-1")
+        let shown = try #require(
+            try api.send("GET", "/v1/orders/\(order.id)/live-activity", as: order.token).json["contentState"]
+                as? [String: Any])
+        let registered = try api.send(
+            "PUT", "/v1/orders/\(order.id)/activities/a", as: order.token,
+            json: ["pushToken": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "environment": "production", "contentState": shown])
+        #expect(registered.status == 200)
+        let record = try #require(try api.store.activity(orderID: order.id, activityID: "a"))
+        #expect(record.lastSentStatus == .placed)
+        let projector = LiveActivityProjector()
+        let current = try #require(try api.store.order(id: order.id))
+        #expect(record.lastSentFingerprint == projector.fingerprint(projector.contentState(for: current)))
+        #expect(try api.store.outboxDepth().count == 1)
+
+        let hostile: [String: Any] = [
+            "status": "flying", "stage": 9, "progress": 7, "statusText": 3, "estimatedArrival": 1e300,
+        ]
+        let refused = try api.send(
+            "PUT", "/v1/orders/\(order.id)/activities/b", as: order.token,
+            json: [
+                "pushToken": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "environment": "production", "contentState": hostile,
+            ])
+        #expect(refused.status == 422 && refused.errorCode == "validation_failed")
+        let fields = Set(
+            ((refused.json["error"] as? [String: Any])?["details"] as? [String: Any])?["fields"]
+                .flatMap { $0 as? [[String: Any]] }?.compactMap { $0["field"] as? String } ?? [])
+        #expect(
+            fields == [
+                "contentState.status", "contentState.stage", "contentState.progress", "contentState.statusText",
+                "contentState.estimatedArrival",
+            ])
+        #expect(try api.store.activity(orderID: order.id, activityID: "b") == nil)
     }
 }
 
