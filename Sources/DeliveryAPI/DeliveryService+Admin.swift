@@ -90,13 +90,12 @@ extension DeliveryService {
         if !call.request.body.isEmpty {
             let body = try jsonObject(call.request)
             var reader = FieldReader()
-            if let values = reader.array(body, "ids") {
+            if case .null? = body["ids"] {
+                // `null` is not "every dead letter": that is said by leaving `ids` out.
+                reader.fail("ids", "must be an array of dead letter ids; leave it out to replay every dead letter")
+            } else if let values = reader.array(body, "ids") {
                 ids = values.enumerated().compactMap { index, value in
-                    guard case .number(let number) = value, number.rounded() == number, number > 0 else {
-                        reader.fail("ids[\(index)]", "must be a dead letter id")
-                        return nil
-                    }
-                    return Int64(number)
+                    reader.wholeNumber(value, path: "ids[\(index)]", in: 1...FieldReader.largestExactInteger)
                 }
             }
             try reader.finish()

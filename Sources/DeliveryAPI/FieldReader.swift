@@ -50,6 +50,20 @@ struct FieldReader {
         return Int(value)
     }
 
+    /// The largest integer a JSON number (an IEEE double) holds exactly: 2^53 − 1.
+    static let largestExactInteger: Int64 = 9_007_199_254_740_991
+
+    /// A whole number within `range`, checked before any conversion (`Int64(1e300)` would trap).
+    mutating func wholeNumber(_ value: JSONValue, path: String, in range: ClosedRange<Int64>) -> Int64? {
+        guard case .number(let number) = value, number.isFinite, number.rounded() == number,
+            number >= Double(range.lowerBound), number <= Double(range.upperBound)
+        else {
+            fail(path, "must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+            return nil
+        }
+        return Int64(number)
+    }
+
     mutating func time(_ object: [String: JSONValue], _ key: String, path: String? = nil) -> Date? {
         guard let text = string(object, key, path: path) else { return nil }
         guard let date = RFC3339.parse(text) else {

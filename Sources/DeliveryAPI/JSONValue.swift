@@ -14,9 +14,18 @@ enum JSONValue: Sendable, Hashable {
     /// Already-encoded JSON, written as is: the Live Activity state exactly as the pusher sends it.
     case fragment([UInt8])
 
+    /// The deepest nesting of arrays and objects a request body may have; no body of this API needs
+    /// more than a handful.
+    static let maximumDepth = 32
+
     /// Parses a request body.
     /// - Throws: `APIError.invalidJSON` naming what is wrong.
     static func parse(_ bytes: [UInt8]) throws(APIError) -> JSONValue {
+        // Decoding recurses once per level: a body nested a few hundred deep overflowed a handler
+        // thread's stack and stopped the process. It is refused before decoding.
+        guard !exceedsDepth(bytes, Self.maximumDepth) else {
+            throw .invalidJSON("the body nests arrays and objects deeper than \(Self.maximumDepth) levels")
+        }
         do {
             return try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
         } catch let DecodingError.dataCorrupted(context) {
@@ -25,6 +34,34 @@ enum JSONValue: Sendable, Hashable {
         } catch {
             throw .invalidJSON("the body is not valid JSON")
         }
+    }
+
+    /// Whether `bytes` open more than `limit` arrays or objects at once (brackets inside strings aside).
+    static func exceedsDepth(_ bytes: [UInt8], _ limit: Int) -> Bool {
+        var depth = 0
+        var inString = false
+        var escaped = false
+        for byte in bytes {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+                if depth > limit { return true }
+            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
+            default: break
+            }
+        }
+        return false
     }
 
     /// The UTF-8 bytes of this value, keys sorted.

@@ -143,7 +143,8 @@ package struct HTTPRequestParser {
                 if size == 0 {
                     state = .trailers(head, bytes: 0)
                 } else {
-                    guard head.request.body.count + size <= limits.maxBodyBytes else {
+                    // Compared without adding: a size near Int.max would overflow the sum and trap.
+                    guard size <= limits.maxBodyBytes - head.request.body.count else {
                         throw HTTPParseError(status: 413, reason: "body larger than \(limits.maxBodyBytes) bytes")
                     }
                     state = .chunkData(head, remaining: size)

@@ -75,6 +75,10 @@ struct HTTPRequestParserTests {
         ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n", 400),
         ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2000000\r\n\r\n", 413),
         ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n200000\r\n", 413),
+        // A chunk size near Int.max after a first chunk: refused, not an overflow that traps.
+        ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n7fffffffffffffff\r\n", 413),
+        ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\n", 400),
+        ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 999999999999999999\r\n\r\n", 413),
         ("GET /" + String(repeating: "a", count: 9000) + " HTTP/1.1\r\nHost: a\r\n\r\n", 414),
         ("GET / HTTP/1.1\r\nHost: a\r\nX: " + String(repeating: "b", count: 17000) + "\r\n\r\n", 431),
         ("GET / HTTP/1.1\r\nHost: a\r\n" + String(repeating: "X: y\r\n", count: 101) + "\r\n", 431),
