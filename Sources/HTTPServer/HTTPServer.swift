@@ -29,6 +29,7 @@ public final class HTTPServer: Sendable {
         var listeners: [Int32] = []
         var address = configuration.address
         do {
+            if address.port != 0 { try Posix.requireFreeAddress(address) }
             for _ in 0..<max(1, configuration.eventLoops) {
                 let fd = try Posix.listener(address, backlog: configuration.backlog)
                 listeners.append(fd)

@@ -42,6 +42,28 @@ enum Posix {
         _ = Glibc.close(fd)
     }
 
+    /// Throws `EADDRINUSE` if another socket listens on `address`, even one with `SO_REUSEPORT`:
+    /// our listeners share their port with `SO_REUSEPORT`, which would otherwise let a second
+    /// process bind the same port without a word and take half of its connections.
+    static func requireFreeAddress(_ address: ListenAddress) throws(SystemError) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw SystemError(function: "socket", errno: errno) }
+        defer { close(fd) }
+        var one: Int32 = 1
+        // Without SO_REUSEPORT: the bind fails while anyone listens there (TIME_WAIT aside).
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var socketAddress = sockaddr_in()
+        socketAddress.sin_family = sa_family_t(AF_INET)
+        socketAddress.sin_port = address.port.bigEndian
+        inet_pton(AF_INET, address.host, &socketAddress.sin_addr)
+        let bound = withUnsafePointer(to: &socketAddress) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0 else { throw SystemError(function: "bind \(address)", errno: errno) }
+    }
+
     /// A non-blocking TCP listener bound to `address`, with `SO_REUSEPORT` so each loop can have its own.
     static func listener(_ address: ListenAddress, backlog: Int32) throws(SystemError) -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)

@@ -83,6 +83,15 @@ if let keysAction {
     exit(KeysCommand.run(keysAction, store: storage))
 }
 
+/// Held until the process ends: a second service on this data directory fails here, naming this one.
+let dataDirectoryLock: DataDirectoryLock
+do {
+    dataDirectoryLock = try DataDirectoryLock(dataDirectory: configuration.dataDirectory)
+} catch {
+    printError("deliveryd: \(error)")
+    exit(1)
+}
+
 /// The service's log: JSON lines on standard error. Secrets (keys, tokens) never go into a field.
 let logger = Logger(label: "deliveryd", minimumLevel: configuration.logLevel)
 let registry = MetricsRegistry()
@@ -179,6 +188,7 @@ do {
     logger.error(
         "http.listen_failed",
         ["server.address": .string(configuration.listen.description), "error": .string("\(error)")])
+    printError("deliveryd: cannot listen on \(configuration.listen): \(error)")
     exit(1)
 }
 HTTPMetrics.register(

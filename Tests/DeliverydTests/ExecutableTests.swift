@@ -5,6 +5,33 @@ import Testing
 
 @Suite("deliveryd executable", .serialized)
 struct ExecutableTests {
+    /// A second deliveryd on a data directory in use fails at once, naming the holder; one on a port
+    /// another process listens on fails too, although our listeners share it through SO_REUSEPORT.
+    @Test func oneProcessPerDataDirectoryAndPort() throws {
+        let first = try DeliverydProcess(extraArguments: ["--admin-key", "lock-admin-key-0123456789"])
+        defer { _ = first.stop() }
+        try LoopbackHTTP.waitUntilHealthy(port: first.port)
+
+        let sameDirectory = try DeliverydProcess.run([
+            "--listen", "127.0.0.1:\(first.port &+ 1)", "--data-dir", first.dataDirectory,
+        ])
+        #expect(sameDirectory.0 == 1)
+        #expect(
+            sameDirectory.2.contains("in use by another deliveryd (pid \(first.process.processIdentifier) since"),
+            "\(sameDirectory.2)")
+
+        let otherDirectory = NSTemporaryDirectory() + "deliveryd-port-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: otherDirectory) }
+        let samePort = try DeliverydProcess.run([
+            "--listen", "127.0.0.1:\(first.port)", "--data-dir", otherDirectory,
+        ])
+        #expect(samePort.0 == 1)
+        #expect(samePort.2.contains("cannot listen on 127.0.0.1:\(first.port)"), "\(samePort.2)")
+        #expect(samePort.2.contains("Address already in use"))
+        // The first one still serves, alone.
+        #expect(try LoopbackHTTP.send(port: first.port, "GET", "/healthz").status == 200)
+    }
+
     /// `--help` lists every setting with its flag and environment variable, and exits 0.
     @Test func helpListsSettings() throws {
         let (status, output, _) = try DeliverydProcess.run(["--help"])
@@ -26,6 +53,8 @@ struct ExecutableTests {
             (["--listen", "nowhere"], [:], "--listen"),
             (["--bogus"], [:], "--bogus"),
             (["--date-encoding", "iso"], [:], "--date-encoding"),
+            (["--date-encoding", "unix"], [:], "31 years"),
+            (["--minimum-freshness", "5"], [:], "--minimum-freshness"),
             (["--apns-key-file", "/tmp/k.p8"], [:], "--apns-key-id"),
             ([], ["DELIVERYD_DISMISSAL_DELAY": "-5"], "DELIVERYD_DISMISSAL_DELAY"),
             (["--apns-apps", "com.example.app=/keys/a.p8:KEYID"], [:], "--apns-apps"),
