@@ -14,10 +14,11 @@ enum AdminDashboard {
                 ("Content-Type", "text/html; charset=utf-8"),
                 (
                     "Content-Security-Policy",
-                    "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'"
+                    "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; frame-ancestors 'none'; "
+                        + "base-uri 'none'; form-action 'none'"
                 ),
                 ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff"),
-                ("Referrer-Policy", "no-referrer"),
+                ("Referrer-Policy", "no-referrer"), ("X-Frame-Options", "DENY"),
             ],
             body: Array(page))
     }()

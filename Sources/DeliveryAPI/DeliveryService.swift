@@ -129,7 +129,12 @@ public struct DeliveryService: Sendable {
     ) {
         let service = self
         router.add(method, pattern) { request in
-            service.respond(to: request, idempotent: idempotent, handler)
+            var response = service.respond(to: request, idempotent: idempotent, handler)
+            // API answers carry keys, tracking tokens and customers' data: no cache may keep them.
+            if !response.headers.contains(where: { $0.0 == "Cache-Control" }) {
+                response.headers.append(("Cache-Control", "no-store"))
+            }
+            return response
         }
     }
 

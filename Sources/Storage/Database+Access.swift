@@ -62,15 +62,17 @@ extension Database {
         }
     }
 
-    /// Makes the key with this id exactly `key` (hash, role, bindings) and not revoked: for the
-    /// admin key given by configuration, which may change between starts.
+    /// Makes the key with this id exactly `key` (hash, role, bindings): for the admin key given by
+    /// configuration, which may change between starts. A key revoked with this same value stays
+    /// revoked (a restart must not undo a revocation); a new value is a new, live key.
     public func upsertAPIKey(_ key: APIKeyRecord) throws(StorageError) {
         try write { connection in
             try connection.cached(
                 """
                 INSERT INTO api_keys (\(Self.apiKeyColumns)) VALUES (?, ?, ?, ?, ?, ?, NULL)
                 ON CONFLICT (id) DO UPDATE SET key_hash = excluded.key_hash, role = excluded.role,
-                    merchant_id = excluded.merchant_id, rider_id = excluded.rider_id, revoked_at = NULL
+                    merchant_id = excluded.merchant_id, rider_id = excluded.rider_id,
+                    revoked_at = CASE WHEN api_keys.key_hash = excluded.key_hash THEN api_keys.revoked_at END
                 """
             ).run([
                 .text(key.id), .text(key.keyHash), .text(key.role.rawValue),

@@ -77,6 +77,12 @@ struct Configuration: Sendable {
             isSecret: true,
             apply: { config, value throws(ConfigurationError) in
                 guard value.count >= 16 else { throw .invalid("--admin-key", "…", "must be at least 16 characters") }
+                // These prefixes are read as other credentials (an API key id, a tracking token, a
+                // customer credential): such an admin key would be accepted here and never work.
+                for prefix in ["dk_", "dt_", "dc_"] where value.hasPrefix(prefix) {
+                    throw .invalid(
+                        "--admin-key", "…", "must not start with \(prefix), which marks another kind of credential")
+                }
                 config.adminKey = value
             }, current: { $0.adminKey }
         ),

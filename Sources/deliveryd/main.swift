@@ -100,7 +100,13 @@ ProcessMetrics.register(in: registry, version: deliverydVersion)
 do {
     let now = Date()
     if let adminKey = configuration.adminKey {
-        try storage.upsertAPIKey(Credentials.configuredAdminKey(adminKey, now: now))
+        let record = Credentials.configuredAdminKey(adminKey, now: now)
+        try storage.upsertAPIKey(record)
+        if try storage.apiKey(id: record.id)?.revokedAt != nil {
+            logger.warning(
+                "admin_key.configured_revoked",
+                ["key.id": .string(record.id), "note": "this --admin-key was revoked and stays so; set a new value"])
+        }
     } else if try storage.activeAPIKeyCount(role: .admin) == 0 {
         let (key, record) = Credentials.newAPIKey(role: .admin, merchantID: nil, riderID: nil, now: now)
         try storage.createAPIKey(record)

@@ -143,6 +143,22 @@ struct CredentialAPITests {
         #expect(!String(decoding: listed.body, as: UTF8.self).contains(String(merchant.suffix(20))))
     }
 
+    /// Answers that carry secrets or customers' data may not be kept by any cache; the dashboard may
+    /// not be framed.
+    @Test func noStoreAndNoFraming() throws {
+        let api = try APIHarness()
+        let merchant = try api.key("merchant", merchant: "m-1")
+        let created = try api.send(
+            "POST", "/v1/orders", as: merchant, json: APIHarness.orderBody(number: "N-1", now: api.now))
+        #expect(created.status == 201 && created.header("Cache-Control") == "no-store")
+        let key = try api.send("POST", "/v1/admin/keys", as: APIHarness.adminKey, json: ["role": "admin"])
+        #expect(key.status == 201 && key.header("Cache-Control") == "no-store")
+        let refused = try api.send("GET", "/v1/admin/keys", as: "dk_nobody_0000")
+        #expect(refused.status == 401 && refused.header("Cache-Control") == "no-store")
+        let page = try api.send("GET", "/admin")
+        #expect(page.header("Content-Security-Policy")?.contains("frame-ancestors 'none'") == true)
+    }
+
     /// A new token for the same activity replaces the old; a closed order refuses registration (409).
     @Test func activityRegistration() throws {
         let api = try APIHarness()

@@ -136,6 +136,12 @@ struct DeviceLoopTests {
             ])
         #expect(pushes(Self.overwriteToken) == ["start placed"])
         #expect(pushes(Self.startTokenB).isEmpty)
+        // The access log names customers' routes, never their ids.
+        #expect(server.stop() == 0)
+        let customerPaths = server.logLines().compactMap { $0["url.path"] as? String }.filter {
+            $0.hasPrefix("/v1/customers/")
+        }
+        #expect(!customerPaths.isEmpty && !customerPaths.contains { $0.contains("c-42") }, "\(customerPaths)")
 
         // Late, and dismissed at once: still, nothing carries a date in the past of deliveryd's clock.
         for (index, record) in records.enumerated() {

@@ -54,6 +54,7 @@ struct ExecutableTests {
             (["--bogus"], [:], "--bogus"),
             (["--date-encoding", "iso"], [:], "--date-encoding"),
             (["--date-encoding", "unix"], [:], "31 years"),
+            (["--admin-key", "dk_abc_0123456789abcdef"], [:], "must not start with dk_"),
             (["--minimum-freshness", "5"], [:], "--minimum-freshness"),
             (["--apns-key-file", "/tmp/k.p8"], [:], "--apns-key-id"),
             ([], ["DELIVERYD_DISMISSAL_DELAY": "-5"], "DELIVERYD_DISMISSAL_DELAY"),
@@ -140,6 +141,37 @@ struct BackupCommandTests {
 
 @Suite("deliveryd keys and the first admin key", .serialized)
 struct KeyCommandTests {
+    /// Revoking the configured admin key holds across a restart with the same `--admin-key`; a new
+    /// value is a new, working key.
+    @Test func revokedConfiguredAdminKeyStaysRevoked() throws {
+        let configured = "configured-admin-key-0123456789"
+        let first = try DeliverydProcess(extraArguments: ["--admin-key", configured], keepData: true)
+        defer { try? FileManager.default.removeItem(atPath: first.dataDirectory) }
+        try LoopbackHTTP.waitUntilHealthy(port: first.port)
+        let other =
+            try LoopbackHTTP.send(
+                port: first.port, "POST", "/v1/admin/keys", bearer: configured, json: ["role": "admin"]
+            ).json["key"] as? String ?? ""
+        #expect(
+            try LoopbackHTTP.send(port: first.port, "DELETE", "/v1/admin/keys/configured-admin", bearer: other).status
+                == 204)
+        #expect(first.stop() == 0)
+
+        let again = try DeliverydProcess(
+            extraArguments: ["--admin-key", configured], dataDirectory: first.dataDirectory, keepData: true)
+        try LoopbackHTTP.waitUntilHealthy(port: again.port)
+        #expect(try LoopbackHTTP.send(port: again.port, "GET", "/v1/admin/keys", bearer: configured).status == 401)
+        #expect(again.stop() == 0)
+        #expect(again.logLines().contains { $0["message"] as? String == "admin_key.configured_revoked" })
+
+        let renewed = "renewed-admin-key-0123456789"
+        let third = try DeliverydProcess(
+            extraArguments: ["--admin-key", renewed], dataDirectory: first.dataDirectory, keepData: true)
+        try LoopbackHTTP.waitUntilHealthy(port: third.port)
+        #expect(try LoopbackHTTP.send(port: third.port, "GET", "/v1/admin/keys", bearer: renewed).status == 200)
+        #expect(third.stop() == 0)
+    }
+
     /// The first start prints a working admin key once; a second start on the same data creates none.
     @Test func firstStartPrintsAnAdminKey() throws {
         let server = try DeliverydProcess(extraArguments: ["--access-log", "off"], keepData: true)
