@@ -52,10 +52,10 @@ extension DeliveryService {
     /// `GET /v1/orders/{id}`: the staff view for staff, the public projection for its customer.
     func showOrder(_ call: Call) throws -> HTTPResponse {
         let order = try visibleOrder(call.parameter("id"), call)
-        guard case .staff = call.caller else {
+        guard case .staff(let principal, _) = call.caller else {
             return json(200, .object(["order": Views.publicOrder(order, projector: projector)]))
         }
-        return json(200, .object(["order": Views.staff(order)]))
+        return json(200, .object(["order": Views.order(order, for: principal)]))
     }
 
     /// `POST /v1/orders/{id}/status`: the state machine of design §2.
@@ -75,7 +75,7 @@ extension DeliveryService {
         guard let status else { throw APIError.internalError() }
 
         let change = StatusChange(status: status, estimatedArrival: eta, reason: reason)
-        return try applyChange(orderID, call) { order throws(OrderError) in
+        return try applyChange(orderID, call, principal) { order throws(OrderError) in
             try order.applying(change, by: principal, at: call.now)
         }
     }
@@ -89,7 +89,7 @@ extension DeliveryService {
         let eta = reader.require(reader.time(body, "estimatedArrival"), "estimatedArrival")
         try reader.finish()
         guard let eta else { throw APIError.internalError() }
-        return try applyChange(orderID, call) { order throws(OrderError) in
+        return try applyChange(orderID, call, principal) { order throws(OrderError) in
             try order.changingEstimatedArrival(to: eta, by: principal, at: call.now)
         }
     }
@@ -104,7 +104,7 @@ extension DeliveryService {
             id: reader.string(body, "riderId") ?? "", name: reader.string(body, "name") ?? "",
             phone: reader.string(body, "phone"))
         try reader.finish()
-        return try applyChange(orderID, call) { order throws(OrderError) in
+        return try applyChange(orderID, call, principal) { order throws(OrderError) in
             try order.assigning(rider, by: principal, at: call.now)
         }
     }
@@ -126,7 +126,7 @@ extension DeliveryService {
 
     /// Runs a domain change in one transaction and answers `{order, transition}`.
     private func applyChange(
-        _ orderID: String, _ call: Call, _ change: (Order) throws(OrderError) -> ChangeOutcome
+        _ orderID: String, _ call: Call, _ principal: Principal, _ change: (Order) throws(OrderError) -> ChangeOutcome
     ) throws -> HTTPResponse {
         let stored = try store.change(orderID: orderID, now: call.now, requestID: call.request.requestID, change)
         if case .applied(let order, let event) = stored.outcome, event.from != event.to {
@@ -138,7 +138,8 @@ extension DeliveryService {
             case .applied: "applied"
             case .unchanged: "unchanged"
             }
-        return json(200, .object(["order": Views.staff(stored.outcome.order), "transition": transition]))
+        return json(
+            200, .object(["order": Views.order(stored.outcome.order, for: principal), "transition": transition]))
     }
 
     private func readDraft(_ body: [String: JSONValue], _ reader: inout FieldReader) -> OrderDraft {

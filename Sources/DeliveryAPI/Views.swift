@@ -40,6 +40,47 @@ enum Views {
         return .object(members)
     }
 
+    /// The view of an order for a staff principal: everything for its merchant and admins, what the
+    /// delivery needs for its rider.
+    static func order(_ order: Order, for principal: Principal) -> JSONValue {
+        switch principal {
+        case .admin, .merchant: staff(order)
+        case .rider: rider(order)
+        }
+    }
+
+    /// What the assigned rider needs to deliver: the items to pick up, the customer's first name, and
+    /// while the order is open their phone, address and note. Never payment, prices or the customer's
+    /// id; once the order ended, no contact details either.
+    static func rider(_ order: Order) -> JSONValue {
+        let open = !order.status.isTerminal
+        let firstName = order.customer.name.split(separator: " ").first.map(String.init) ?? ""
+        var customer: [String: JSONValue] = ["firstName": .string(firstName)]
+        if open { customer["phone"] = .string(order.customer.phone) }
+        var members: [String: JSONValue] = [
+            "id": .string(order.id),
+            "number": .string(order.number),
+            "merchantName": .string(order.merchantName),
+            "items": .array(
+                order.items.map { .object(["name": .string($0.name), "quantity": .number(Double($0.quantity))]) }),
+            "customer": .object(customer),
+            "status": .string(order.status.rawValue),
+            "stage": .number(Double(order.stage)),
+            "estimatedArrival": .time(order.estimatedArrival),
+            "createdAt": .time(order.createdAt),
+            "updatedAt": .time(order.updatedAt),
+            "rider": order.rider.map {
+                .object(["id": .string($0.id), "name": .string($0.name), "phone": .optional($0.phone)])
+            } ?? .null,
+        ]
+        if open {
+            members["address"] = .string(order.address)
+            members["note"] = .optional(order.note)
+        }
+        if let cancelledAt = order.cancelledAt { members["cancelledAt"] = .string(cancelledAt.rawValue) }
+        return .object(members)
+    }
+
     /// What a customer may see: the Live Activity projection and nothing else.
     static func liveActivity(_ order: Order, projector: LiveActivityProjector) -> JSONValue {
         .object([

@@ -143,6 +143,40 @@ struct CredentialAPITests {
         #expect(!String(decoding: listed.body, as: UTF8.self).contains(String(merchant.suffix(20))))
     }
 
+    /// The assigned rider sees what the delivery needs and never payment, prices or the customer's
+    /// id; once the order ended, no contact details either. Its own status changes answer the same view.
+    @Test func riderSeesWhatDeliveryNeeds() throws {
+        let api = try APIHarness()
+        let merchant = try api.key("merchant", merchant: "m-1")
+        let rider = try api.key("rider", rider: "r-1")
+        let order = try api.createOrder(merchant, number: "R-1")
+        #expect(
+            try api.send(
+                "PUT", "/v1/orders/\(order.id)/rider", as: merchant, json: ["riderId": "r-1", "name": "Marco Rossi"]
+            ).status == 200)
+        let open = try api.send("GET", "/v1/orders/\(order.id)", as: rider)
+        let view = try #require(open.json["order"] as? [String: Any])
+        #expect(view["payment"] == nil && view["merchantId"] == nil)
+        #expect((view["customer"] as? [String: Any]).map { Set($0.keys) } == ["firstName", "phone"])
+        #expect((view["customer"] as? [String: Any])?["firstName"] as? String == "Ana")
+        #expect(view["address"] as? String == "Hauptstr. 1, 10115 Berlin" && view["note"] as? String == "ring twice")
+        #expect((view["items"] as? [[String: Any]])?.first.map { Set($0.keys) } == ["name", "quantity"])
+        let text = String(decoding: open.body, as: UTF8.self)
+        for secret in ["4242", "visa", "card", "c-42", "8.5"] { #expect(!text.contains(secret), "\(secret)") }
+
+        for status in ["pickup", "delivering", "delivered"] {
+            let changed = try api.send("POST", "/v1/orders/\(order.id)/status", as: rider, json: ["status": status])
+            #expect(changed.status == 200 && (changed.json["order"] as? [String: Any])?["payment"] == nil)
+        }
+        let ended = try #require(
+            try api.send("GET", "/v1/orders/\(order.id)", as: rider).json["order"] as? [String: Any])
+        #expect(ended["address"] == nil && ended["note"] == nil)
+        #expect((ended["customer"] as? [String: Any]).map { Set($0.keys) } == ["firstName"])
+        // The merchant still sees everything.
+        let staff = try api.send("GET", "/v1/orders/\(order.id)", as: merchant).json["order"] as? [String: Any]
+        #expect(staff?["payment"] != nil && staff?["address"] != nil)
+    }
+
     /// Answers that carry secrets or customers' data may not be kept by any cache; the dashboard may
     /// not be framed.
     @Test func noStoreAndNoFraming() throws {
