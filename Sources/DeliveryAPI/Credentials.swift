@@ -94,8 +94,11 @@ public enum Credentials {
     }
 
     /// Identifies the caller of a request.
-    /// - Throws: `401 unauthorized` for a missing, malformed, unknown or revoked credential.
-    static func authenticate(_ authorization: String?, store: any DeliveryStore) throws(APIError) -> Caller {
+    /// - Parameter trackingTokenLifetime: how long after its order ended a tracking token still works.
+    /// - Throws: `401 unauthorized` for a missing, malformed, unknown, revoked or expired credential.
+    static func authenticate(
+        _ authorization: String?, store: any DeliveryStore, now: Date, trackingTokenLifetime: TimeInterval
+    ) throws(APIError) -> Caller {
         guard let authorization else { throw .unauthorized("send Authorization: Bearer <key or tracking token>") }
         let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else {
@@ -107,6 +110,9 @@ public enum Credentials {
             if secret.hasPrefix(trackingTokenPrefix) {
                 guard let order = try store.order(trackingTokenHash: Hex.encode(presentedHash)) else {
                     throw APIError.unauthorized("unknown tracking token")
+                }
+                if order.status.isTerminal, now > order.updatedAt.addingTimeInterval(trackingTokenLifetime) {
+                    throw APIError.unauthorized("this tracking token expired: its order ended")
                 }
                 return .customer(orderID: order.id)
             }

@@ -109,6 +109,22 @@ extension DeliveryService {
         }
     }
 
+    /// `POST /v1/orders/{id}/tracking-token`: the merchant gives the customer a new tracking token
+    /// (the old one leaked, or was lost); the old one stops working at once. Shown only in this answer.
+    func reissueTrackingToken(_ call: Call) throws -> HTTPResponse {
+        let orderID = call.parameter("id")
+        if case .rider = try staffPrincipal(call, orderID: orderID) {
+            _ = try visibleOrder(orderID, call)
+            throw APIError.forbidden("a rider may not issue tracking tokens")
+        }
+        _ = try visibleOrder(orderID, call)
+        let tracking = Credentials.newTrackingToken()
+        guard try store.replaceTrackingToken(orderID: orderID, hash: tracking.hash) else {
+            throw APIError.notFound("order not found")
+        }
+        return json(201, .object(["orderId": .string(orderID), "trackingToken": .string(tracking.token)]))
+    }
+
     /// `GET /v1/orders/{id}/live-activity`: attributes and state exactly as the app decodes them.
     func showLiveActivity(_ call: Call) throws -> HTTPResponse {
         let order = try visibleOrder(call.parameter("id"), call)

@@ -1,3 +1,4 @@
+public import Cryptography
 public import FoundationEssentials
 public import HTTPServer
 import OrderDomain
@@ -17,16 +18,21 @@ public struct DeliveryServiceConfiguration: Sendable {
     /// The apps deliveryd has APNs keys for; a registration naming another app is refused (its pushes
     /// could never be delivered). `nil` accepts any app (the log sender).
     public var knownBundleIDs: Set<String>?
+    /// How long after its order was delivered or cancelled a tracking token still opens it.
+    public var trackingTokenLifetime: TimeInterval
 
     /// - Parameters:
     ///   - projection: default `ProjectionConfiguration()`.
     ///   - defaultBundleID: default none.
     ///   - idempotencyLifetime: default 24 hours.
     ///   - knownBundleIDs: default `nil`: any app.
+    ///   - trackingTokenLifetime: default 7 days.
     public init(
         projection: ProjectionConfiguration = ProjectionConfiguration(), defaultBundleID: String? = nil,
-        idempotencyLifetime: TimeInterval = 86_400, knownBundleIDs: Set<String>? = nil
+        idempotencyLifetime: TimeInterval = 86_400, knownBundleIDs: Set<String>? = nil,
+        trackingTokenLifetime: TimeInterval = 7 * 86_400
     ) {
+        self.trackingTokenLifetime = trackingTokenLifetime
         self.knownBundleIDs = knownBundleIDs
         self.projection = projection
         self.defaultBundleID = defaultBundleID
@@ -50,20 +56,24 @@ public struct DeliveryService: Sendable {
     let metrics: APIMetrics
 
     /// - Parameters:
+    ///   - sealingKey: seals the kept replies of idempotent requests; keep it outside the database
+    ///     and stable across restarts (default: a new key, for tests and throwaway instances).
     ///   - outboxSignal: woken after a commit that queued pushes; `nil` leaves the pusher to its poll.
     ///   - clock: the time of each request (tests pass a fixed one).
     ///   - registry: the process's metrics, served by `/metrics` and `/v1/admin/stats`.
     ///   - logger: where unexpected failures are reported; clients only see `500 internal`.
     public init(
         store: any DeliveryStore, configuration: DeliveryServiceConfiguration = DeliveryServiceConfiguration(),
-        outboxSignal: OutboxSignal? = nil, clock: @escaping @Sendable () -> Date = { Date() },
+        sealingKey: SealingKey = .generate(), outboxSignal: OutboxSignal? = nil,
+        clock: @escaping @Sendable () -> Date = { Date() },
         registry: MetricsRegistry = MetricsRegistry(), logger: Logger = Logger(label: "api")
     ) {
         self.store = store
         self.configuration = configuration
         self.projector = LiveActivityProjector(configuration: configuration.projection)
         self.outboxSignal = outboxSignal
-        self.idempotency = Idempotency(store: store, lifetime: configuration.idempotencyLifetime)
+        self.idempotency = Idempotency(
+            store: store, lifetime: configuration.idempotencyLifetime, sealingKey: sealingKey)
         self.clock = clock
         self.registry = registry
         self.logger = logger
@@ -92,6 +102,7 @@ public struct DeliveryService: Sendable {
         route(&router, "PATCH", "/v1/orders/{id}/eta", idempotent: true, changeEstimatedArrival)
         route(&router, "PUT", "/v1/orders/{id}/rider", idempotent: true, assignRider)
         route(&router, "GET", "/v1/orders/{id}/live-activity", showLiveActivity)
+        route(&router, "POST", "/v1/orders/{id}/tracking-token", reissueTrackingToken)
         route(&router, "GET", "/v1/orders/{id}/pushes", showPushes)
         route(&router, "PUT", "/v1/orders/{id}/activities/{activityId}", idempotent: true, registerActivity)
         route(&router, "DELETE", "/v1/orders/{id}/activities/{activityId}", endActivity)
@@ -143,8 +154,11 @@ public struct DeliveryService: Sendable {
         to request: HTTPRequest, idempotent: Bool, _ handler: (Call) throws -> HTTPResponse
     ) -> HTTPResponse {
         do {
-            let caller = try Credentials.authenticate(request.header("Authorization"), store: store)
-            let call = Call(request: request, caller: caller, now: clock())
+            let now = clock()
+            let caller = try Credentials.authenticate(
+                request.header("Authorization"), store: store, now: now,
+                trackingTokenLifetime: configuration.trackingTokenLifetime)
+            let call = Call(request: request, caller: caller, now: now)
             guard idempotent else { return try handler(call) }
             return try idempotency.perform(request, scope: caller.idempotencyScope, now: call.now) {
                 try handler(call)

@@ -6,23 +6,30 @@ import Synchronization
 
 /// Replays writes retried with the same `Idempotency-Key`.
 ///
-/// The first successful response to a key is stored for `lifetime` (a refusal is not: the client
-/// may fix the cause and retry with the same key); the same key with the same request replays it, the same key
-/// with another request is `422 idempotency_mismatch`, and a second request while the first is still
-/// running is `409 conflict`. The record is written right after the change commits: if the process
-/// dies in between, the retry runs again, and every write of this API is safe to repeat (a repeated
-/// status is `unchanged`, a repeated order number returns the first order).
+/// The first successful response to a key is kept for `lifetime` (a refusal is not: the client may
+/// fix the cause and retry with the same key); the same key with the same request replays it, the
+/// same key with another request is `422 idempotency_mismatch`, and a second request while the first
+/// is still running is `409 conflict`.
+///
+/// - The record is written in the same transaction as the change it records (`atomically`): a crash
+///   leaves both or neither, so a create retried after a `kill -9` at any moment gets its tracking
+///   token back (from the replay, or from a create that runs again because nothing committed).
+/// - The kept response is sealed (AES-256-GCM, bound to its scope, key and request) with a key that
+///   is not in the database: responses carry tracking tokens and customers' contact details, which
+///   are therefore unreadable in the database file and in its backups.
 final class Idempotency: Sendable {
     static let headerName = "Idempotency-Key"
     static let maximumKeyLength = 255
 
     private let store: any DeliveryStore
     private let lifetime: TimeInterval
+    private let sealingKey: SealingKey
     private let running = Mutex(Set<String>())
 
-    init(store: any DeliveryStore, lifetime: TimeInterval) {
+    init(store: any DeliveryStore, lifetime: TimeInterval, sealingKey: SealingKey) {
         self.store = store
         self.lifetime = lifetime
+        self.sealingKey = sealingKey
     }
 
     /// Runs `body` once per key; a request without the header just runs.
@@ -39,6 +46,7 @@ final class Idempotency: Sendable {
         fingerprint.append(0)
         fingerprint += request.body
         let requestHash = SHA256.hexDigest(fingerprint)
+        let context = Array((scope + "\u{1F}" + key + "\u{1F}" + requestHash).utf8)
 
         let slot = scope + "\u{1F}" + key
         guard running.withLock({ $0.insert(slot).inserted }) else {
@@ -48,18 +56,31 @@ final class Idempotency: Sendable {
 
         if let stored = try store.idempotentResponse(principal: scope, key: key, now: now) {
             guard stored.requestHash == requestHash else { throw APIError.idempotencyMismatch() }
-            var replay = HTTPResponse.json(stored.status, stored.body)
+            let replayed: [UInt8]
+            do {
+                replayed = try sealingKey.open(stored.body, context: context)
+            } catch {
+                throw APIError.conflict(
+                    "the first answer to this Idempotency-Key can no longer be read (the sealing key changed); "
+                        + "check the order and retry with a new key")
+            }
+            var replay = HTTPResponse.json(stored.status, replayed)
             replay.headers.append(("Idempotent-Replayed", "true"))
             return replay
         }
-        let response = try body()
-        if (200..<300).contains(response.status) {
-            try store.saveIdempotentResponse(
-                principal: scope, key: key,
-                response: IdempotentResponse(requestHash: requestHash, status: response.status, body: response.body),
-                expiresAt: now.addingTimeInterval(lifetime), now: now
-            )
+        let (store, lifetime, sealingKey) = (self.store, self.lifetime, self.sealingKey)
+        return try store.atomically {
+            let response = try body()
+            if (200..<300).contains(response.status) {
+                try store.saveIdempotentResponse(
+                    principal: scope, key: key,
+                    response: IdempotentResponse(
+                        requestHash: requestHash, status: response.status,
+                        body: try sealingKey.seal(response.body, context: context)),
+                    expiresAt: now.addingTimeInterval(lifetime), now: now
+                )
+            }
+            return response
         }
-        return response
     }
 }

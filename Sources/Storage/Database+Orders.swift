@@ -56,6 +56,18 @@ extension Database {
         }
     }
 
+    /// Gives an order a new tracking token (its hash): the old token stops working with this commit.
+    /// - Returns: whether the order exists.
+    @discardableResult
+    public func replaceTrackingToken(orderID: String, hash: String) throws(StorageError) -> Bool {
+        try write { connection in
+            try connection.cached("UPDATE orders SET tracking_token_hash = ? WHERE id = ?").run([
+                .text(hash), .text(orderID),
+            ])
+            return connection.changes > 0
+        }
+    }
+
     /// The order a customer's tracking token opens.
     public func order(trackingTokenHash: String) throws(StorageError) -> Order? {
         try read { connection in

@@ -101,24 +101,14 @@ public final class Database: Sendable {
     }
 
     /// Runs `body` in a write transaction, shared with concurrent callers' writes (see
-    /// `GroupCommitter`); its value is returned only after that transaction's COMMIT.
+    /// `GroupCommitter`); its value is returned only after that transaction's COMMIT. Called from
+    /// inside `atomically`, it joins that transaction instead (in a savepoint of its own).
     func write<T>(_ body: (SQLiteConnection) throws -> T) throws(StorageError) -> T {
-        let outcome: Result<T, any Error> = withoutActuallyEscaping(body) { body in
-            let box = OutcomeBox<T>()
-            let pending = PendingWrite(
-                body: { connection in
-                    do {
-                        box.outcome = .success(try body(connection))
-                        return nil
-                    } catch {
-                        box.outcome = .failure(error)
-                        return error
-                    }
-                },
-                onFailure: { error in box.outcome = .failure(error) }
-            )
-            committer.submit(pending) { work in writer.withConnection(work) }
-            return box.outcome ?? .failure(StorageError("the write was never run"))
+        let outcome: Result<T, any Error>
+        if let ambient = AmbientWrite.current, ambient.database == ObjectIdentifier(self) {
+            outcome = Self.nested(body, on: ambient.connection)
+        } else {
+            outcome = submit(body)
         }
         do {
             return try outcome.get()
@@ -130,6 +120,62 @@ public final class Database: Sendable {
             throw StorageError(sqlite: error)
         } catch {
             throw StorageError("write failed: \(error)")
+        }
+    }
+
+    /// Runs `body` so that every write of this store it makes commits in one transaction, or none
+    /// does: for a change and the record of its idempotency key, which must not be parted by a crash.
+    ///
+    /// `body` runs on the thread that leads the group commit, with the writer connection; reads it
+    /// makes go to reader connections and see what was committed before. Its errors come back as thrown.
+    public func atomically<T>(_ body: () throws -> T) throws -> T {
+        let outcome: Result<T, any Error> = submit { _ in try body() }
+        return try outcome.get()
+    }
+
+    /// Hands `body` to the group commit, with the writer connection as the ambient write of any
+    /// store write it makes.
+    private func submit<T>(_ body: (SQLiteConnection) throws -> T) -> Result<T, any Error> {
+        withoutActuallyEscaping(body) { body in
+            let box = OutcomeBox<T>()
+            let database = ObjectIdentifier(self)
+            let pending = PendingWrite(
+                body: { connection in
+                    do {
+                        let ambient = AmbientWrite(database: database, connection: connection)
+                        box.outcome = .success(try AmbientWrite.$current.withValue(ambient) { try body(connection) })
+                        return nil
+                    } catch {
+                        box.outcome = .failure(error)
+                        return error
+                    }
+                },
+                onFailure: { error in box.outcome = .failure(error) }
+            )
+            committer.submit(pending) { work in writer.withConnection(work) }
+            return box.outcome ?? .failure(StorageError("the write was never run"))
+        }
+    }
+
+    /// A write inside another: its own savepoint, so that a refusal undoes it alone.
+    private static func nested<T>(_ body: (SQLiteConnection) throws -> T, on connection: SQLiteConnection)
+        -> Result<T, any Error>
+    {
+        do {
+            try connection.cached("SAVEPOINT nested_write").run([])
+        } catch {
+            return .failure(error)
+        }
+        do {
+            let value = try body(connection)
+            try connection.cached("RELEASE nested_write").run([])
+            return .success(value)
+        } catch {
+            if !connection.isAutocommit {
+                try? connection.cached("ROLLBACK TO nested_write").run([])
+                try? connection.cached("RELEASE nested_write").run([])
+            }
+            return .failure(error)
         }
     }
 
@@ -161,6 +207,23 @@ public final class Database: Sendable {
 ///
 /// - Note: `@unchecked Sendable` is sound: the leader thread writes `outcome` while the caller is
 ///   blocked on its turn, and the caller reads it after the semaphore signalled.
+/// The write transaction that a write body runs in, so that store writes made from inside it (by
+/// `atomically`'s body) join it rather than wait for a group commit that waits for them.
+///
+/// - Note: `@unchecked Sendable` is sound: it is bound only for the duration of one write body, on
+///   the thread that runs that body and owns the writer connection meanwhile; nothing else sees it.
+final class AmbientWrite: @unchecked Sendable {
+    @TaskLocal static var current: AmbientWrite?
+
+    let database: ObjectIdentifier
+    let connection: SQLiteConnection
+
+    init(database: ObjectIdentifier, connection: SQLiteConnection) {
+        self.database = database
+        self.connection = connection
+    }
+}
+
 private final class OutcomeBox<T>: @unchecked Sendable {
     var outcome: Result<T, any Error>?
 }

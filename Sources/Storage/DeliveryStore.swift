@@ -12,6 +12,8 @@ public protocol DeliveryStore: Sendable {
         throws(StorageError) -> CreateOrderResult
     func order(id: String) throws(StorageError) -> Order?
     func order(trackingTokenHash: String) throws(StorageError) -> Order?
+    @discardableResult
+    func replaceTrackingToken(orderID: String, hash: String) throws(StorageError) -> Bool
     func change(
         orderID: String, now: Date, requestID: String?, _ change: (Order) throws(OrderError) -> ChangeOutcome
     ) throws(StorageError) -> StoredChange
@@ -69,6 +71,9 @@ public protocol DeliveryStore: Sendable {
     func saveIdempotentResponse(
         principal: String, key: String, response: IdempotentResponse, expiresAt: Date, now: Date
     ) throws(StorageError)
+
+    /// Runs `body` so that all the writes it makes through this store commit together or not at all.
+    func atomically<T>(_ body: () throws -> T) throws -> T
 
     // Maintenance.
     func prune(now: Date, policy: RetentionPolicy) throws(StorageError) -> PruneReport

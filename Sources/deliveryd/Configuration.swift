@@ -8,6 +8,8 @@ struct Configuration: Sendable {
     var listen = ListenAddress(host: "127.0.0.1", port: 8080)
     var dataDirectory = "./var"
     var adminKey: String?
+    /// `nil`: `sealing.key` in the data directory.
+    var sealingKeyFile: String?
     var apnsKeyFile: String?
     var apnsKeyID: String?
     var apnsTeamID: String?
@@ -19,6 +21,7 @@ struct Configuration: Sendable {
     var staleGraceSeconds = 900
     var minimumFreshnessSeconds = 900
     var highPriorityBudget = 6
+    var trackingTokenLifetimeSeconds = 7 * 86_400
     var synchronous = "full"
     var accessLog = true
     var logLevel = Logger.Level.info
@@ -85,6 +88,15 @@ struct Configuration: Sendable {
                 }
                 config.adminKey = value
             }, current: { $0.adminKey }
+        ),
+        Setting(
+            flag: "--sealing-key-file", environment: "DELIVERYD_SEALING_KEY_FILE", placeholder: "PATH",
+            help: "key sealing kept idempotent replies, outside the database (default DIR/sealing.key, created)",
+            isSecret: false,
+            apply: { config, value throws(ConfigurationError) in
+                guard !value.isEmpty else { throw .invalid("--sealing-key-file", value, "must not be empty") }
+                config.sealingKeyFile = value
+            }, current: { $0.sealingKeyFile }
         ),
         Setting(
             flag: "--apns-key-file", environment: "APNS_KEY_FILE", placeholder: "PATH",
@@ -189,6 +201,12 @@ struct Configuration: Sendable {
             flag: "--minimum-freshness", environment: "DELIVERYD_MINIMUM_FRESHNESS", range: 60...28_800,
             help: "least seconds from now for stale-date and apns-expiration, so late orders stay fresh (default 900)",
             keyPath: \.minimumFreshnessSeconds
+        ),
+        integerSetting(
+            flag: "--tracking-token-lifetime", environment: "DELIVERYD_TRACKING_TOKEN_LIFETIME",
+            range: 3600...31_536_000,
+            help: "seconds a tracking token still opens its order after delivery or cancellation (default 604800)",
+            keyPath: \.trackingTokenLifetimeSeconds
         ),
         integerSetting(
             flag: "--high-priority-budget", environment: "DELIVERYD_HIGH_PRIORITY_BUDGET", range: 0...1000,

@@ -92,6 +92,16 @@ do {
     exit(1)
 }
 
+let sealingKey: SealingKey
+do {
+    sealingKey = try SealingKeyFile.loadOrCreate(
+        at: configuration.sealingKeyFile
+            ?? (configuration.dataDirectory as NSString).appendingPathComponent("sealing.key"))
+} catch {
+    printError("deliveryd: \(error)")
+    exit(1)
+}
+
 /// The service's log: JSON lines on standard error. Secrets (keys, tokens) never go into a field.
 let logger = Logger(label: "deliveryd", minimumLevel: configuration.logLevel)
 let registry = MetricsRegistry()
@@ -167,8 +177,10 @@ let service = DeliveryService(
     configuration: DeliveryServiceConfiguration(
         projection: projectionConfiguration, defaultBundleID: configuration.apnsTopic,
         knownBundleIDs: configuration.apnsKeyFile == nil && configuration.apnsApps.isEmpty
-            ? nil : Set([configuration.apnsTopic].compactMap { $0 } + configuration.apnsApps.map(\.bundleID))),
-    outboxSignal: outboxSignal, registry: registry, logger: Logger(label: "api", minimumLevel: configuration.logLevel)
+            ? nil : Set([configuration.apnsTopic].compactMap { $0 } + configuration.apnsApps.map(\.bundleID)),
+        trackingTokenLifetime: Double(configuration.trackingTokenLifetimeSeconds)),
+    sealingKey: sealingKey, outboxSignal: outboxSignal, registry: registry,
+    logger: Logger(label: "api", minimumLevel: configuration.logLevel)
 )
 let accessLogger = Logger(label: "http", minimumLevel: configuration.logLevel)
 var accessLog: (@Sendable (AccessLogEntry) -> Void)?

@@ -52,6 +52,7 @@ let matrix: [MatrixRow] = [
         "PUT", "/v1/orders/{order}/rider", body: { _ in ["riderId": "r-1", "name": "Marco Rossi"] },
         [401, 404, 404, 404, 200, 403, 403, 200, 403, 404]),
     MatrixRow("GET", "/v1/orders/{order}/live-activity", [401, 404, 404, 404, 200, 200, 200, 200, 200, 404]),
+    MatrixRow("POST", "/v1/orders/{order}/tracking-token", [401, 404, 404, 404, 201, 403, 403, 201, 403, 404]),
     MatrixRow("GET", "/v1/orders/{order}/pushes", [401, 404, 404, 404, 200, 200, 403, 200, 403, 404]),
     MatrixRow(
         "PUT", "/v1/orders/{order}/activities/a-2",

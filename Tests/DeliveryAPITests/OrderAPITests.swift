@@ -4,6 +4,7 @@ import HTTPServer
 import OrderDomain
 import Projection
 import Storage
+import Synchronization
 import Testing
 
 @Suite("Orders over the API")
@@ -98,6 +99,70 @@ struct OrderAPITests {
 
         let other = try api.key("merchant", merchant: "m-2")
         #expect(try api.send("POST", "/v1/orders", as: other, json: body, headers: key).status == 201)
+
+        // The replay that holds the tracking token is sealed: the token is nowhere in the files.
+        let token = try #require(first.json["trackingToken"] as? String)
+        _ = try api.store.checkpoint()
+        for suffix in ["", "-wal"] {
+            let bytes = (try? Data(contentsOf: URL(fileURLWithPath: api.store.path + suffix))) ?? Data()
+            #expect(bytes.range(of: Data(token.utf8)) == nil, "the tracking token is in clear in \(suffix)")
+            #expect(bytes.range(of: Data("dt_".utf8)) == nil)
+        }
+    }
+
+    /// A refused change inside an idempotent request leaves no record; the same key then runs again.
+    @Test func refusedRequestKeepsNoRecord() throws {
+        let api = try APIHarness()
+        let merchant = try api.key("merchant", merchant: "m-1")
+        let order = try api.createOrder(merchant, number: "A-1")
+        let key = [("Idempotency-Key", "deliver-too-early")]
+        let path = "/v1/orders/\(order.id)/status"
+        let refused = try api.send("POST", path, as: merchant, json: ["status": "delivered"], headers: key)
+        #expect(refused.status == 403)
+        let admin = try api.send("POST", path, as: APIHarness.adminKey, json: ["status": "preparing"], headers: key)
+        #expect(admin.status == 200 && admin.header("Idempotent-Replayed") == nil)
+        let again = try api.send("POST", path, as: APIHarness.adminKey, json: ["status": "preparing"], headers: key)
+        #expect(again.header("Idempotent-Replayed") == "true" && again.json["transition"] as? String == "applied")
+    }
+
+    /// A merchant re-issues a tracking token: the old one stops working at once, the new one works;
+    /// riders, customers and other merchants cannot. A token stops working a set time after its
+    /// order ended.
+    @Test func trackingTokensAreReissuedAndExpire() throws {
+        let clock = TestClock(Date())
+        let directory = NSTemporaryDirectory() + "api-expiry-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try Database.open(StorageConfiguration(dataDirectory: directory))
+        try store.upsertAPIKey(Credentials.configuredAdminKey(APIHarness.adminKey, now: clock.now))
+        let api = try APIHarness(
+            router: DeliveryService(
+                store: store,
+                configuration: DeliveryServiceConfiguration(
+                    defaultBundleID: "com.example.app", trackingTokenLifetime: 3600),
+                clock: { clock.now }
+            ).router(), store: store)
+        let merchant = try api.key("merchant", merchant: "m-1")
+        let rider = try api.key("rider", rider: "r-1")
+        let other = try api.key("merchant", merchant: "m-2")
+        let order = try api.createOrder(merchant, number: "A-1")
+        let path = "/v1/orders/\(order.id)/tracking-token"
+        #expect(try api.send("POST", path, as: rider).status == 404)
+        #expect(try api.send("POST", path, as: other).status == 404)
+        #expect(try api.send("POST", path, as: order.token).status == 403)
+        let reissued = try api.send("POST", path, as: merchant)
+        let token = try #require(reissued.json["trackingToken"] as? String)
+        #expect(reissued.status == 201 && reissued.header("Cache-Control") == "no-store")
+        #expect(try api.send("GET", "/v1/orders/\(order.id)", as: order.token).status == 401)
+        #expect(try api.send("GET", "/v1/orders/\(order.id)", as: token).status == 200)
+
+        #expect(
+            try api.send("POST", "/v1/orders/\(order.id)/status", as: merchant, json: ["status": "cancelled"]).status
+                == 200)
+        clock.advance(3000)
+        #expect(try api.send("GET", "/v1/orders/\(order.id)", as: token).status == 200)
+        clock.advance(700)
+        let expired = try api.send("GET", "/v1/orders/\(order.id)", as: token)
+        #expect(expired.status == 401 && expired.errorCode == "unauthorized")
     }
 
     /// The customer's view holds the projection only: no phone, address, payment or note.
@@ -328,4 +393,14 @@ struct DeadLetterAPITests {
         #expect(try api.store.deadLetters(limit: 10).isEmpty)
         #expect(try api.store.claimDue(owner: "test", now: api.now, lease: 30, limit: 10).map(\.id) == [claimed[0].id])
     }
+}
+
+/// A clock the test moves by hand.
+final class TestClock: Sendable {
+    private let current: Mutex<Date>
+
+    init(_ start: Date) { current = Mutex(start) }
+
+    var now: Date { current.withLock { $0 } }
+    func advance(_ seconds: TimeInterval) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
 }

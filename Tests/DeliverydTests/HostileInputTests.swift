@@ -77,6 +77,9 @@ struct HostileInputTests {
                 operation: "GET /v1/orders/{id}/live-activity", path: "/v1/orders/\(order)/live-activity", body: nil,
                 bearer: tracking),
             Sample(
+                operation: "POST /v1/orders/{id}/tracking-token", path: "/v1/orders/\(order)/tracking-token",
+                body: nil, bearer: merchant),
+            Sample(
                 operation: "GET /v1/orders/{id}/pushes", path: "/v1/orders/\(order)/pushes", body: nil, bearer: merchant
             ),
             Sample(
