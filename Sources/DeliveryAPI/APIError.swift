@@ -1,3 +1,4 @@
+import FoundationEssentials
 public import HTTPServer
 import OrderDomain
 import Storage
@@ -74,10 +75,18 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
         var response = HTTPResponse.json(status, JSONValue.object(["error": .object(error)]).encoded)
         if status == 401 { response.headers.append(("WWW-Authenticate", #"Bearer realm="deliveryd""#)) }
         if status == 503 { response.headers.append(("Retry-After", "5")) }
+        if let retryAfter = details["retryAfterSeconds"], case .number(let seconds) = retryAfter {
+            response.headers.append(("Retry-After", String(Int(seconds))))
+        }
         return response
     }
 
     static func badRequest(_ message: String) -> APIError { APIError(400, .badRequest, message) }
+    /// `429 rate_limited` with `Retry-After`, whole seconds, at least 1.
+    static func rateLimited(_ message: String, retryAfter: TimeInterval) -> APIError {
+        let seconds = retryAfter.isFinite ? min(86_400, max(1, retryAfter.rounded(.up))) : 86_400
+        return APIError(429, .rateLimited, message, details: ["retryAfterSeconds": .number(seconds)])
+    }
     static func invalidJSON(_ message: String) -> APIError { APIError(400, .invalidJSON, message) }
     static func unauthorized(_ message: String) -> APIError { APIError(401, .unauthorized, message) }
     static func forbidden(_ message: String) -> APIError { APIError(403, .forbidden, message) }
@@ -123,6 +132,8 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
     init(_ error: StorageError) {
         if let domain = error.domainError {
             self.init(domain)
+        } else if let limit = error.limitReached {
+            self = .rateLimited("\(limit.description): end or remove one first", retryAfter: 60)
         } else if error.isFull {
             self.init(
                 503, .internal, "the database disk is full: nothing was stored; retry later",

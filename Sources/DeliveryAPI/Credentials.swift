@@ -147,6 +147,18 @@ public enum Credentials {
         }
     }
 
+    /// The key id a bearer credential names: `<id>` of an API key or customer credential, the
+    /// configured admin key's row for anything without a prefix, `nil` for tracking tokens.
+    static func keyID(inAuthorization authorization: String) -> String? {
+        let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2 else { return nil }
+        let secret = String(parts[1])
+        if secret.hasPrefix(trackingTokenPrefix) { return nil }
+        return identifier(of: secret, prefix: apiKeyPrefix) ?? identifier(of: secret, prefix: customerCredentialPrefix)
+            ?? (secret.hasPrefix(apiKeyPrefix) || secret.hasPrefix(customerCredentialPrefix)
+                ? nil : configuredAdminKeyID)
+    }
+
     /// The `<id>` of a `<prefix><id>_<secret>` credential.
     private static func identifier(of secret: String, prefix: String) -> String? {
         guard secret.hasPrefix(prefix) else { return nil }

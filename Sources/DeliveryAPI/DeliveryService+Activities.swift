@@ -29,11 +29,13 @@ extension DeliveryService {
         let shown = readShownState(body, &reader)
         try reader.finish()
         guard let registration else { throw APIError.internalError() }
-        let stored = try store.registerActivity(
-            orderID: orderID, activityID: activityID, pushToken: registration.token,
-            environment: registration.environment, bundleID: registration.bundleID, shown: shown, now: call.now,
-            requestID: call.request.requestID
-        )
+        let stored = try countingLimit("activities_per_order") { () throws(StorageError) in
+            try store.registerActivity(
+                orderID: orderID, activityID: activityID, pushToken: registration.token,
+                environment: registration.environment, bundleID: registration.bundleID, shown: shown,
+                liveLimit: configuration.rateLimits.activitiesPerOrder, now: call.now,
+                requestID: call.request.requestID)
+        }
         metrics.activityEvents.increment([stored.rotated ? "token_rotated" : "registered"])
         wakePusher(stored.queuedPushes)
         return json(200, .object(["activity": Views.activity(stored.record)]))
@@ -70,10 +72,12 @@ extension DeliveryService {
         guard let registration, case .customerAccount(let account) = call.caller else {
             throw APIError.internalError()
         }
-        try store.registerPushToStart(
-            device, credentialID: account.credentialID, pushToken: registration.token,
-            environment: registration.environment, bundleID: registration.bundleID, now: call.now
-        )
+        try countingLimit("devices_per_customer") { () throws(StorageError) in
+            try store.registerPushToStart(
+                device, credentialID: account.credentialID, pushToken: registration.token,
+                environment: registration.environment, bundleID: registration.bundleID,
+                deviceLimit: configuration.rateLimits.devicesPerCustomer, now: call.now)
+        }
         return json(
             200,
             .object([
@@ -104,6 +108,16 @@ extension DeliveryService {
         case .staff, .customer:
             throw .forbidden(
                 "push-to-start tokens are registered by the customer's app with its customer credential (dc_…)")
+        }
+    }
+
+    /// Runs a registration, counting in `/metrics` when it hit its cap.
+    private func countingLimit<T>(_ limit: String, _ body: () throws(StorageError) -> T) throws(StorageError) -> T {
+        do {
+            return try body()
+        } catch {
+            if error.limitReached != nil { metrics.rateLimited.increment([limit]) }
+            throw error
         }
     }
 

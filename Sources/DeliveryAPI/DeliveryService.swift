@@ -20,6 +20,7 @@ public struct DeliveryServiceConfiguration: Sendable {
     public var knownBundleIDs: Set<String>?
     /// How long after its order was delivered or cancelled a tracking token still opens it.
     public var trackingTokenLifetime: TimeInterval
+    public var rateLimits: RateLimits
 
     /// - Parameters:
     ///   - projection: default `ProjectionConfiguration()`.
@@ -27,11 +28,13 @@ public struct DeliveryServiceConfiguration: Sendable {
     ///   - idempotencyLifetime: default 24 hours.
     ///   - knownBundleIDs: default `nil`: any app.
     ///   - trackingTokenLifetime: default 7 days.
+    ///   - rateLimits: default `RateLimits()`.
     public init(
         projection: ProjectionConfiguration = ProjectionConfiguration(), defaultBundleID: String? = nil,
         idempotencyLifetime: TimeInterval = 86_400, knownBundleIDs: Set<String>? = nil,
-        trackingTokenLifetime: TimeInterval = 7 * 86_400
+        trackingTokenLifetime: TimeInterval = 7 * 86_400, rateLimits: RateLimits = RateLimits()
     ) {
+        self.rateLimits = rateLimits
         self.trackingTokenLifetime = trackingTokenLifetime
         self.knownBundleIDs = knownBundleIDs
         self.projection = projection
@@ -54,6 +57,14 @@ public struct DeliveryService: Sendable {
     let logger: Logger
     let registry: MetricsRegistry
     let metrics: APIMetrics
+    let limiters: Limiters
+
+    /// The buckets behind `configuration.rateLimits`.
+    struct Limiters: Sendable {
+        let failuresByAddress: RateLimiter
+        let failuresByKey: RateLimiter
+        let requests: RateLimiter
+    }
 
     /// - Parameters:
     ///   - sealingKey: seals the kept replies of idempotent requests; keep it outside the database
@@ -78,6 +89,11 @@ public struct DeliveryService: Sendable {
         self.registry = registry
         self.logger = logger
         self.metrics = APIMetrics(registry: registry, store: store)
+        let limits = configuration.rateLimits
+        self.limiters = Limiters(
+            failuresByAddress: RateLimiter(limits.failedAuthenticationsPerAddress),
+            failuresByKey: RateLimiter(limits.failedAuthenticationsPerKey),
+            requests: RateLimiter(limits.requestsPerCredential))
     }
 
     /// Every route of the service.
@@ -155,9 +171,7 @@ public struct DeliveryService: Sendable {
     ) -> HTTPResponse {
         do {
             let now = clock()
-            let caller = try Credentials.authenticate(
-                request.header("Authorization"), store: store, now: now,
-                trackingTokenLifetime: configuration.trackingTokenLifetime)
+            let caller = try authenticate(request, now: now)
             let call = Call(request: request, caller: caller, now: now)
             guard idempotent else { return try handler(call) }
             return try idempotency.perform(request, scope: caller.idempotencyScope, now: call.now) {
@@ -179,6 +193,39 @@ public struct DeliveryService: Sendable {
                 "request.unexpected_failure", ["request.id": .string(request.requestID), "error": .string("\(error)")])
             return APIError.internalError().response
         }
+    }
+
+    /// The caller, within the rate limits: an address that failed too often is turned away before
+    /// any lookup; failures naming one key id past its limit answer `429` (the right key still gets
+    /// in); every credential has a request rate.
+    private func authenticate(_ request: HTTPRequest, now: Date) throws(APIError) -> Caller {
+        let address = request.clientAddress.map { "address:" + $0 }
+        if let address, !limiters.failuresByAddress.hasRoom(address, now: now) {
+            metrics.rateLimited.increment(["failed_authentications_per_address"])
+            throw .rateLimited(
+                "too many failed authentications from this address",
+                retryAfter: 1 / limiters.failuresByAddress.limit.perSecond)
+        }
+        let authorization = request.header("Authorization")
+        let caller: Caller
+        do {
+            caller = try Credentials.authenticate(
+                authorization, store: store, now: now, trackingTokenLifetime: configuration.trackingTokenLifetime)
+        } catch  where error.status == 401 {
+            if let address { _ = limiters.failuresByAddress.take(address, now: now) }
+            if let keyID = authorization.flatMap(Credentials.keyID(inAuthorization:)),
+                let wait = limiters.failuresByKey.take("key:" + keyID, now: now)
+            {
+                metrics.rateLimited.increment(["failed_authentications_per_key"])
+                throw .rateLimited("too many failed authentications for this key id", retryAfter: wait)
+            }
+            throw error
+        }
+        if let wait = limiters.requests.take(caller.idempotencyScope, now: now) {
+            metrics.rateLimited.increment(["requests_per_credential"])
+            throw .rateLimited("too many requests with this credential", retryAfter: wait)
+        }
+        return caller
     }
 
     /// The JSON object of a request body.

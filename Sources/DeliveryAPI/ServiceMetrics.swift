@@ -10,6 +10,7 @@ struct APIMetrics: Sendable {
     let transitions: Counter
     let ordersCreated: Counter
     let activityEvents: Counter
+    let rateLimited: Counter
 
     init(registry: MetricsRegistry, store: any DeliveryStore) {
         transitions = registry.counter(
@@ -17,6 +18,9 @@ struct APIMetrics: Sendable {
             labels: ["from", "to"])
         ordersCreated = registry.counter("deliveryd_orders_created_total", help: "Orders created.")
         activityEvents = PushMetrics.activityEvents(registry)
+        rateLimited = registry.counter(
+            "deliveryd_rate_limited_total", help: "Requests answered 429 rate_limited, by the limit they hit.",
+            labels: ["limit"])
 
         let orders = registry.gauge("deliveryd_orders", help: "Orders by current status.", labels: ["status"])
         let depth = registry.gauge("deliveryd_outbox_depth", help: "Pushes waiting to be sent or in flight.")

@@ -71,6 +71,8 @@ private final class Connection {
     var requestStarted: UInt64?
     var writeProgress: UInt64
     var current: InFlight?
+    /// The client's IPv4 address, network byte order.
+    var peer: UInt32 = 0
     /// How to frame the response a pooled handler is computing.
     var pending: (keepAlive: Bool, includeBody: Bool) = (true, true)
 
@@ -188,13 +190,13 @@ final class EventLoop {
     private func acceptAll(now: UInt64) {
         guard let listenerFD else { return }
         for _ in 0..<64 {
-            let accepted: Int32?
+            let accepted: (fd: Int32, peer: UInt32)?
             do {
                 accepted = try Posix.accept(listenerFD)
             } catch {
                 return  // EMFILE, ECONNABORTED and friends: try again on the next readiness
             }
-            guard let fd = accepted else { return }
+            guard let (fd, peer) = accepted else { return }
             guard openConnections.value.wrappingAdd(1, ordering: .relaxed).oldValue < configuration.maxConnections
             else {
                 openConnections.value.wrappingSubtract(1, ordering: .relaxed)
@@ -204,7 +206,9 @@ final class EventLoop {
             var one: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
             nextGeneration += 1
-            connections[fd] = Connection(fd: fd, generation: nextGeneration, limits: configuration.limits, now: now)
+            let connection = Connection(fd: fd, generation: nextGeneration, limits: configuration.limits, now: now)
+            connection.peer = peer
+            connections[fd] = connection
             watch(fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
         }
     }
@@ -326,6 +330,7 @@ final class EventLoop {
                                 HTTPRequestParser.equalsIgnoringCase($0.name, "x-request-id")
                             }?.value)
                         connection.current?.requestID = request.requestID
+                        request.clientAddress = Posix.ipv4Text(connection.peer)
                         connection.waitingForHandler = true
                         connection.pending = (keepAlive, includeBody)
                         let mailbox = self.mailbox

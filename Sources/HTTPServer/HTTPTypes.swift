@@ -15,6 +15,9 @@ public struct HTTPRequest: Sendable {
     /// The client's `X-Request-Id`, or one the server made; echoed in the response and the access log.
     /// Set for pooled handlers; empty for inline ones (health checks, static pages).
     public var requestID = ""
+    /// The client's IPv4 address (`127.0.0.1`); set for pooled handlers, `nil` for inline ones and
+    /// requests made in-process.
+    public var clientAddress: String?
     /// The path without the query string, percent-encoding intact.
     public var path: String
     public var query: String?

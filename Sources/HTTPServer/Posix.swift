@@ -31,10 +31,24 @@ enum Posix {
         try call("send") { Glibc.send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL)) }
     }
 
-    static func accept(_ fd: Int32) throws(SystemError) -> Int32? {
-        try call("accept4") {
-            Int(clinux_accept4(fd, nil, nil, Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue)))
-        }.map { Int32($0) }
+    /// A new connection and its peer's IPv4 address (network byte order), `nil` when none is waiting.
+    static func accept(_ fd: Int32) throws(SystemError) -> (fd: Int32, peer: UInt32)? {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let accepted = try withUnsafeMutablePointer(to: &address) { pointer throws(SystemError) in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw throws(SystemError) in
+                try call("accept4") {
+                    Int(clinux_accept4(fd, raw, &length, Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue)))
+                }
+            }
+        }
+        return accepted.map { (Int32($0), address.sin_addr.s_addr) }
+    }
+
+    /// Dotted IPv4 text of an address in network byte order.
+    static func ipv4Text(_ address: UInt32) -> String {
+        let bytes = withUnsafeBytes(of: address) { Array($0) }
+        return "\(bytes[0]).\(bytes[1]).\(bytes[2]).\(bytes[3])"
     }
 
     /// Closes a descriptor; never retried (on Linux the descriptor is gone even after `EINTR`).

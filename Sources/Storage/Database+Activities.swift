@@ -14,13 +14,15 @@ extension Database {
     /// queues one push in the same transaction: the pusher sends the order's current state unless it
     /// equals what the activity shows (`shown`, or what was last sent to it), so a status that changed
     /// between a push-to-start and the app's registration reaches the phone at once.
-    /// - Parameter shown: what the app says the activity shows now; `nil` keeps what was last sent
-    ///   (nothing, for a new activity: its first push then carries the current state).
+    /// - Parameters:
+    ///   - shown: what the app says the activity shows now; `nil` keeps what was last sent (nothing,
+    ///     for a new activity: its first push then carries the current state).
+    ///   - liveLimit: live activities the order may have; a new one past it throws `LimitReached`.
     /// - Throws: `StorageError` with the domain's `not_found` for a missing order, `order_closed` for a
     ///   delivered or cancelled one (checked in the same transaction, so no token slips in after the end).
     public func registerActivity(
         orderID: String, activityID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
-        shown: ShownState?, now: Date, requestID: String? = nil
+        shown: ShownState?, liveLimit: Int = .max, now: Date, requestID: String? = nil
     ) throws(StorageError) -> ActivityRegistration {
         try write { connection in
             let status = try connection.cached("SELECT status FROM orders WHERE id = ?").firstRow([.text(orderID)]) {
@@ -31,6 +33,13 @@ extension Database {
                 throw OrderError(.orderClosed, "order is \(status.rawValue)", currentStatus: status)
             }
             let previous = try Self.activity(orderID: orderID, activityID: activityID, connection)
+            if previous?.endedAt != nil || previous == nil {
+                let live =
+                    try connection.cached(
+                        "SELECT count(*) FROM activities WHERE order_id = ? AND ended_at IS NULL"
+                    ).firstRow([.text(orderID)]) { Int($0.int(0) ?? 0) } ?? 0
+                if live >= liveLimit { throw LimitReached(what: "live activities per order", limit: liveLimit) }
+            }
             try connection.cached(
                 """
                 INSERT INTO activities (order_id, activity_id, push_token, environment, bundle_id, started_at, registered_at)
@@ -134,11 +143,21 @@ extension Database {
 
     /// Stores a device's push-to-start token under its merchant and customer; a new token for the same
     /// device replaces the old one (and the credential it came with).
+    /// - Parameter deviceLimit: devices the customer may have; a new one past it throws `LimitReached`.
     public func registerPushToStart(
         _ device: DeviceKey, credentialID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
-        now: Date
+        deviceLimit: Int = .max, now: Date
     ) throws(StorageError) {
         try write { connection in
+            if try Self.pushToStart(device, connection) == nil {
+                let devices =
+                    try connection.cached(
+                        "SELECT count(*) FROM push_to_start_tokens WHERE merchant_id = ? AND customer_id = ?"
+                    ).firstRow([.text(device.merchantID), .text(device.customerID)]) { Int($0.int(0) ?? 0) } ?? 0
+                if devices >= deviceLimit {
+                    throw LimitReached(what: "push-to-start devices per customer", limit: deviceLimit)
+                }
+            }
             try connection.cached(
                 """
                 INSERT INTO push_to_start_tokens (merchant_id, customer_id, device_id, credential_id, push_token,

@@ -116,6 +116,8 @@ public final class Database: Sendable {
             throw error
         } catch let error as OrderError {
             throw StorageError(domain: error)
+        } catch let error as LimitReached {
+            throw StorageError(limit: error)
         } catch let error as SQLiteError {
             throw StorageError(sqlite: error)
         } catch {

@@ -23,7 +23,7 @@ public protocol DeliveryStore: Sendable {
     // Activities and push-to-start tokens.
     func registerActivity(
         orderID: String, activityID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
-        shown: ShownState?, now: Date, requestID: String?
+        shown: ShownState?, liveLimit: Int, now: Date, requestID: String?
     ) throws(StorageError) -> ActivityRegistration
     @discardableResult
     func endActivity(orderID: String, activityID: String, reason: String, now: Date, onlyIfRegisteredBefore: Date?)
@@ -32,7 +32,7 @@ public protocol DeliveryStore: Sendable {
     func liveActivities(orderID: String) throws(StorageError) -> [ActivityRecord]
     func registerPushToStart(
         _ device: DeviceKey, credentialID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
-        now: Date
+        deviceLimit: Int, now: Date
     ) throws(StorageError)
     @discardableResult
     func removePushToStart(_ device: DeviceKey) throws(StorageError) -> Bool

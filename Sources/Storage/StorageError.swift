@@ -9,12 +9,23 @@ public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible 
     public let isFull: Bool
     public let isBusy: Bool
     public let domainError: OrderError?
+    /// A cap on registrations was reached inside the write (nothing was written).
+    public let limitReached: LimitReached?
 
     init(_ description: String) {
         self.description = description
         self.isFull = false
         self.isBusy = false
         self.domainError = nil
+        self.limitReached = nil
+    }
+
+    init(limit: LimitReached) {
+        self.description = limit.description
+        self.isFull = false
+        self.isBusy = false
+        self.domainError = nil
+        self.limitReached = limit
     }
 
     init(sqlite: SQLiteError) {
@@ -22,6 +33,7 @@ public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible 
         self.isFull = sqlite.code == .full
         self.isBusy = sqlite.code == .busy || sqlite.code == .locked
         self.domainError = nil
+        self.limitReached = nil
     }
 
     init(domain: OrderError) {
@@ -29,5 +41,15 @@ public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible 
         self.isFull = false
         self.isBusy = false
         self.domainError = domain
+        self.limitReached = nil
     }
+}
+
+/// A registration refused because its owner has as many as it may: live activities of an order,
+/// push-to-start devices of a customer.
+public struct LimitReached: Error, Sendable, Equatable, CustomStringConvertible {
+    public let what: String
+    public let limit: Int
+
+    public var description: String { "at most \(limit) \(what)" }
 }

@@ -22,6 +22,11 @@ struct Configuration: Sendable {
     var minimumFreshnessSeconds = 900
     var highPriorityBudget = 6
     var trackingTokenLifetimeSeconds = 7 * 86_400
+    var authFailuresPerAddress = 20
+    var authFailuresPerKey = 10
+    var requestsPerCredential = 5_000
+    var activitiesPerOrder = 10
+    var devicesPerCustomer = 10
     var synchronous = "full"
     var accessLog = true
     var logLevel = Logger.Level.info
@@ -207,6 +212,30 @@ struct Configuration: Sendable {
             range: 3600...31_536_000,
             help: "seconds a tracking token still opens its order after delivery or cancellation (default 604800)",
             keyPath: \.trackingTokenLifetimeSeconds
+        ),
+        integerSetting(
+            flag: "--auth-failures-per-address", environment: "DELIVERYD_AUTH_FAILURES_PER_ADDRESS", range: 1...100_000,
+            help: "failed authentications per client address and minute; then 429 rate_limited (default 20)",
+            keyPath: \.authFailuresPerAddress
+        ),
+        integerSetting(
+            flag: "--auth-failures-per-key", environment: "DELIVERYD_AUTH_FAILURES_PER_KEY", range: 1...100_000,
+            help: "failed authentications naming one key id, per minute; the right key always gets in (default 10)",
+            keyPath: \.authFailuresPerKey
+        ),
+        integerSetting(
+            flag: "--requests-per-credential", environment: "DELIVERYD_REQUESTS_PER_CREDENTIAL", range: 1...1_000_000,
+            help: "requests per second with one key, credential or tracking token; bursts of twice (default 5000)",
+            keyPath: \.requestsPerCredential
+        ),
+        integerSetting(
+            flag: "--activities-per-order", environment: "DELIVERYD_ACTIVITIES_PER_ORDER", range: 1...1000,
+            help: "live activities an order may have (default 10)", keyPath: \.activitiesPerOrder
+        ),
+        integerSetting(
+            flag: "--devices-per-customer", environment: "DELIVERYD_DEVICES_PER_CUSTOMER", range: 1...1000,
+            help: "push-to-start devices one merchant's customer may register (default 10)",
+            keyPath: \.devicesPerCustomer
         ),
         integerSetting(
             flag: "--high-priority-budget", environment: "DELIVERYD_HIGH_PRIORITY_BUDGET", range: 0...1000,

@@ -178,7 +178,18 @@ let service = DeliveryService(
         projection: projectionConfiguration, defaultBundleID: configuration.apnsTopic,
         knownBundleIDs: configuration.apnsKeyFile == nil && configuration.apnsApps.isEmpty
             ? nil : Set([configuration.apnsTopic].compactMap { $0 } + configuration.apnsApps.map(\.bundleID)),
-        trackingTokenLifetime: Double(configuration.trackingTokenLifetimeSeconds)),
+        trackingTokenLifetime: Double(configuration.trackingTokenLifetimeSeconds),
+        rateLimits: RateLimits(
+            failedAuthenticationsPerAddress: RateLimit(
+                burst: Double(configuration.authFailuresPerAddress),
+                perSecond: Double(configuration.authFailuresPerAddress) / 60),
+            failedAuthenticationsPerKey: RateLimit(
+                burst: Double(configuration.authFailuresPerKey),
+                perSecond: Double(configuration.authFailuresPerKey) / 60),
+            requestsPerCredential: RateLimit(
+                burst: Double(2 * configuration.requestsPerCredential),
+                perSecond: Double(configuration.requestsPerCredential)),
+            activitiesPerOrder: configuration.activitiesPerOrder, devicesPerCustomer: configuration.devicesPerCustomer)),
     sealingKey: sealingKey, outboxSignal: outboxSignal, registry: registry,
     logger: Logger(label: "api", minimumLevel: configuration.logLevel)
 )

@@ -11,9 +11,10 @@ final class APIHarness {
     let router: Router
     let now = Date()
 
-    /// A harness over another configuration's router and store (the caller removes its files).
-    init(router: Router, store: Database) throws {
-        directory = NSTemporaryDirectory() + "api-unused-" + UUID().uuidString
+    /// A harness over another configuration's router and store; `directory` (the store's) is removed
+    /// with the harness, or else by the caller.
+    init(router: Router, store: Database, directory: String? = nil) throws {
+        self.directory = directory ?? NSTemporaryDirectory() + "api-unused-" + UUID().uuidString
         self.store = store
         self.router = router
     }
@@ -52,7 +53,7 @@ final class APIHarness {
     @discardableResult
     func send(
         _ method: String, _ path: String, as credential: String? = nil, json body: Any? = nil,
-        headers: [(name: String, value: String)] = []
+        headers: [(name: String, value: String)] = [], from address: String? = nil
     ) throws -> Reply {
         var allHeaders = headers
         if let credential { allHeaders.append(("Authorization", "Bearer " + credential)) }
@@ -61,7 +62,9 @@ final class APIHarness {
             bytes = Array(try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]))
             allHeaders.append(("Content-Type", "application/json"))
         }
-        return dispatch(HTTPRequest(method: method, path: path, headers: allHeaders, body: bytes))
+        var request = HTTPRequest(method: method, path: path, headers: allHeaders, body: bytes)
+        request.clientAddress = address
+        return dispatch(request)
     }
 
     func dispatch(_ request: HTTPRequest) -> Reply {

@@ -149,7 +149,7 @@ struct DeliveryStoreTests {
         _ = try store.createOrder(order, event: event, trackingTokenHash: nil, now: StoreFixtures.t0, requestID: "r-1")
         _ = try store.registerActivity(
             orderID: order.id, activityID: "a", pushToken: "t", environment: .production, bundleID: "b",
-            shown: nil, now: StoreFixtures.t0, requestID: nil
+            shown: nil, liveLimit: 10, now: StoreFixtures.t0, requestID: nil
         )
         let stored = try store.change(orderID: order.id, now: StoreFixtures.t0, requestID: "r-2") {
             current throws(OrderError) in

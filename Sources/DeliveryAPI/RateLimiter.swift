@@ -1,0 +1,95 @@
+import FoundationEssentials
+import Synchronization
+
+/// A limit of events per key: a bucket of `burst` tokens that refills at `perSecond`.
+public struct RateLimit: Sendable, Hashable {
+    public var burst: Double
+    public var perSecond: Double
+
+    public init(burst: Double, perSecond: Double) {
+        self.burst = burst
+        self.perSecond = perSecond
+    }
+}
+
+/// The limits of the API, each with its default.
+public struct RateLimits: Sendable, Hashable {
+    /// Failed authentications per client address: 20, then one every 3 s.
+    public var failedAuthenticationsPerAddress: RateLimit
+    /// Failed authentications naming one API key id: 10, then one every 6 s. Only failures count
+    /// and the right key always gets in, so an attacker cannot lock the key's owner out.
+    public var failedAuthenticationsPerKey: RateLimit
+    /// Requests per credential (API key, customer credential, order's tracking token).
+    public var requestsPerCredential: RateLimit
+    /// Activities an order may have live at once.
+    public var activitiesPerOrder: Int
+    /// Push-to-start devices one merchant's customer may have.
+    public var devicesPerCustomer: Int
+
+    /// - Parameters:
+    ///   - requestsPerCredential: default 10,000 at once, 5,000 a second (the end-to-end benchmark
+    ///     sends about 1,200 a second with each of its two keys).
+    public init(
+        failedAuthenticationsPerAddress: RateLimit = RateLimit(burst: 20, perSecond: 1.0 / 3),
+        failedAuthenticationsPerKey: RateLimit = RateLimit(burst: 10, perSecond: 1.0 / 6),
+        requestsPerCredential: RateLimit = RateLimit(burst: 10_000, perSecond: 5_000),
+        activitiesPerOrder: Int = 10, devicesPerCustomer: Int = 10
+    ) {
+        self.failedAuthenticationsPerAddress = failedAuthenticationsPerAddress
+        self.failedAuthenticationsPerKey = failedAuthenticationsPerKey
+        self.requestsPerCredential = requestsPerCredential
+        self.activitiesPerOrder = activitiesPerOrder
+        self.devicesPerCustomer = devicesPerCustomer
+    }
+}
+
+/// Token buckets by key, in memory, for one limit.
+///
+/// Memory is bounded: past `maximumKeys` buckets, those that have refilled completely (they hold
+/// nothing a fresh bucket would not) are dropped. A restart forgets every bucket, which errs on the
+/// side of letting clients in.
+final class RateLimiter: Sendable {
+    private struct Bucket {
+        var tokens: Double
+        var updated: Date
+    }
+
+    let limit: RateLimit
+    private let maximumKeys: Int
+    private let buckets = Mutex<[String: Bucket]>([:])
+
+    init(_ limit: RateLimit, maximumKeys: Int = 100_000) {
+        self.limit = limit
+        self.maximumKeys = maximumKeys
+    }
+
+    /// Whether `key` has a token left, without taking it.
+    func hasRoom(_ key: String, now: Date) -> Bool {
+        buckets.withLock { buckets in
+            guard let bucket = buckets[key] else { return true }
+            return refilled(bucket, now).tokens >= 1
+        }
+    }
+
+    /// Takes a token; returns `nil` when there was one, else how long until the next one comes.
+    func take(_ key: String, now: Date) -> TimeInterval? {
+        buckets.withLock { buckets in
+            var bucket = buckets[key].map { refilled($0, now) } ?? Bucket(tokens: limit.burst, updated: now)
+            guard bucket.tokens >= 1 else {
+                buckets[key] = bucket
+                return limit.perSecond > 0 ? (1 - bucket.tokens) / limit.perSecond : .infinity
+            }
+            bucket.tokens -= 1
+            if buckets[key] == nil, buckets.count >= maximumKeys {
+                buckets = buckets.filter { refilled($0.value, now).tokens < limit.burst }
+            }
+            buckets[key] = bucket
+            return nil
+        }
+    }
+
+    private func refilled(_ bucket: Bucket, _ now: Date) -> Bucket {
+        let elapsed = max(0, now.timeIntervalSince(bucket.updated))
+        return Bucket(tokens: min(limit.burst, bucket.tokens + elapsed * limit.perSecond), updated: now)
+    }
+}

@@ -1,0 +1,103 @@
+import DeliveryAPI
+import Foundation
+import Storage
+import Testing
+
+/// The service with `limits` and a clock that stands still: buckets refill only when the test says.
+private func harness(_ limits: RateLimits, clock: TestClock = TestClock(Date())) throws -> APIHarness {
+    let directory = NSTemporaryDirectory() + "api-limits-" + UUID().uuidString
+    let store = try Database.open(StorageConfiguration(dataDirectory: directory))
+    try store.upsertAPIKey(Credentials.configuredAdminKey(APIHarness.adminKey, now: clock.now))
+    return try APIHarness(
+        router: DeliveryService(
+            store: store,
+            configuration: DeliveryServiceConfiguration(defaultBundleID: "com.example.app", rateLimits: limits),
+            clock: { clock.now }
+        ).router(), store: store, directory: directory)
+}
+
+@Suite("Rate limits")
+struct RateLimitTests {
+    /// 20 failed authentications from one address, then `429` with `Retry-After`, before any lookup
+    /// (a right key from there too, until a token comes back); other addresses are answered as ever.
+    @Test func failedAuthenticationsPerAddress() throws {
+        let clock = TestClock(Date())
+        let api = try harness(RateLimits(), clock: clock)
+        for attempt in 0..<20 {
+            // Tracking-token guesses name no key id: only the address's limit applies.
+            let guess = try api.send("GET", "/v1/admin/keys", as: "dt_guess\(attempt)", from: "10.0.0.1")
+            #expect(guess.status == 401)
+        }
+        let limited = try api.send("GET", "/v1/admin/keys", as: "dt_guess20", from: "10.0.0.1")
+        #expect(limited.status == 429 && limited.errorCode == "rate_limited" && limited.header("Retry-After") == "3")
+        #expect(try api.send("GET", "/v1/admin/keys", as: APIHarness.adminKey, from: "10.0.0.1").status == 429)
+        #expect(try api.send("GET", "/v1/admin/keys", as: APIHarness.adminKey, from: "10.0.0.2").status == 200)
+        #expect(try api.send("GET", "/v1/admin/keys", as: APIHarness.adminKey).status == 200)
+        clock.advance(3)
+        #expect(try api.send("GET", "/v1/admin/keys", as: APIHarness.adminKey, from: "10.0.0.1").status == 200)
+        let metrics = try api.send("GET", "/metrics", as: APIHarness.adminKey)
+        #expect(
+            String(decoding: metrics.body, as: UTF8.self).contains(
+                #"deliveryd_rate_limited_total{limit="failed_authentications_per_address"} 2"#))
+    }
+
+    /// Guesses at one key id from many addresses are refused with `429` past the key's limit, while
+    /// the key itself keeps working: an attacker cannot lock its owner out.
+    @Test func failedAuthenticationsPerKey() throws {
+        let api = try harness(RateLimits())
+        let merchant = try api.key("merchant", merchant: "m-1")
+        let keyID = String(merchant.split(separator: "_")[1])
+        var statuses: [Int] = []
+        for attempt in 0..<12 {
+            statuses.append(
+                try api.send("GET", "/v1/orders/o-1", as: "dk_\(keyID)_wrong\(attempt)", from: "10.1.0.\(attempt)")
+                    .status)
+        }
+        #expect(statuses == Array(repeating: 401, count: 10) + [429, 429])
+        #expect(try api.send("GET", "/v1/orders/o-1", as: merchant, from: "10.1.0.99").status == 404)
+    }
+
+    /// One credential past its request rate gets `429`; another credential is answered normally.
+    @Test func requestsPerCredential() throws {
+        let api = try harness(RateLimits(requestsPerCredential: RateLimit(burst: 5, perSecond: 0.5)))
+        let busy = try api.key("merchant", merchant: "m-1")
+        let calm = try api.key("merchant", merchant: "m-2")
+        let statuses = try (0..<7).map { _ in try api.send("GET", "/v1/orders/o-1", as: busy).status }
+        #expect(statuses == [404, 404, 404, 404, 404, 429, 429])
+        let limited = try api.send("GET", "/v1/orders/o-1", as: busy)
+        #expect(limited.errorCode == "rate_limited" && limited.header("Retry-After") == "2")
+        #expect(try api.send("GET", "/v1/orders/o-1", as: calm).status == 404)
+    }
+
+    /// An order takes a bounded number of live activities (rotations and replacements of ended ones
+    /// do not count), a customer a bounded number of devices; past them `429`, and nothing stored.
+    @Test func registrationsAreCapped() throws {
+        let api = try harness(RateLimits(activitiesPerOrder: 2, devicesPerCustomer: 1))
+        let merchant = try api.key("merchant", merchant: "m-1")
+        let order = try api.createOrder(merchant, number: "A-1")
+        func register(_ activity: String, _ token: String) throws -> APIHarness.Reply {
+            try api.send(
+                "PUT", "/v1/orders/\(order.id)/activities/\(activity)", as: order.token,
+                json: ["pushToken": token, "environment": "production"])
+        }
+        #expect(try register("a", String(repeating: "a", count: 32)).status == 200)
+        #expect(try register("b", String(repeating: "b", count: 32)).status == 200)
+        let third = try register("c", String(repeating: "c", count: 32))
+        #expect(third.status == 429 && third.errorCode == "rate_limited")
+        #expect(try api.store.activity(orderID: order.id, activityID: "c") == nil)
+        #expect(try register("b", String(repeating: "d", count: 32)).status == 200)
+        #expect(try api.send("DELETE", "/v1/orders/\(order.id)/activities/a", as: order.token).status == 204)
+        #expect(try register("c", String(repeating: "c", count: 32)).status == 200)
+
+        let account = try api.customerCredential(merchant, customer: "c-42")
+        func device(_ id: String) throws -> Int {
+            try api.send(
+                "PUT", "/v1/customers/c-42/push-to-start/\(id)", as: account.credential,
+                json: ["pushToken": String(repeating: "e", count: 32), "environment": "production"]
+            ).status
+        }
+        #expect(try device("d-1") == 200)
+        #expect(try device("d-2") == 429)
+        #expect(try device("d-1") == 200)
+    }
+}
