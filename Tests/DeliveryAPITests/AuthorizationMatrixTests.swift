@@ -1,4 +1,5 @@
 import Foundation
+import HTTPServer
 import Testing
 
 /// Who calls, relative to one order: placed by merchant m-1 for its customer c-42, assigned to rider r-1.
@@ -15,6 +16,8 @@ enum Role: String, CaseIterable, Sendable {
     case customerAccount
     /// The customer credential m-2 minted for its own customer c-42: another tenant, same customer id.
     case otherTenantCustomer
+    /// A credential of no known shape, or of a known prefix with nothing behind it.
+    case malformed
 }
 
 /// One endpoint of the matrix with the status every role must get.
@@ -39,61 +42,88 @@ struct MatrixRow: Sendable, CustomTestStringConvertible {
 
 let pushToken = "00112233445566778899aabbccddeeff"
 
-//                               none wrongM wrongR otherC ownerM ownerR cust admin custA otherT
+//                               none wrongM wrongR otherC ownerM ownerR cust admin custA otherT malformed
 let matrix: [MatrixRow] = [
-    MatrixRow("GET", "/v1/orders/{order}", [401, 404, 404, 404, 200, 200, 200, 200, 200, 404]),
+    MatrixRow("GET", "/v1/orders/{order}", [401, 404, 404, 404, 200, 200, 200, 200, 200, 404, 401]),
     MatrixRow(
         "POST", "/v1/orders/{order}/status", body: { _ in ["status": "pickup"] },
-        [401, 404, 404, 404, 200, 200, 403, 200, 403, 404]),
+        [401, 404, 404, 404, 200, 200, 403, 200, 403, 404, 401]),
     MatrixRow(
         "PATCH", "/v1/orders/{order}/eta", body: { _ in ["estimatedArrival": "{eta}"] },
-        [401, 404, 404, 404, 200, 200, 403, 200, 403, 404]),
+        [401, 404, 404, 404, 200, 200, 403, 200, 403, 404, 401]),
     MatrixRow(
         "PUT", "/v1/orders/{order}/rider", body: { _ in ["riderId": "r-1", "name": "Marco Rossi"] },
-        [401, 404, 404, 404, 200, 403, 403, 200, 403, 404]),
-    MatrixRow("GET", "/v1/orders/{order}/live-activity", [401, 404, 404, 404, 200, 200, 200, 200, 200, 404]),
-    MatrixRow("POST", "/v1/orders/{order}/tracking-token", [401, 404, 404, 404, 201, 403, 403, 201, 403, 404]),
-    MatrixRow("GET", "/v1/orders/{order}/pushes", [401, 404, 404, 404, 200, 200, 403, 200, 403, 404]),
+        [401, 404, 404, 404, 200, 403, 403, 200, 403, 404, 401]),
+    MatrixRow("GET", "/v1/orders/{order}/live-activity", [401, 404, 404, 404, 200, 200, 200, 200, 200, 404, 401]),
+    MatrixRow("POST", "/v1/orders/{order}/tracking-token", [401, 404, 404, 404, 201, 403, 403, 201, 403, 404, 401]),
+    MatrixRow("GET", "/v1/orders/{order}/pushes", [401, 404, 404, 404, 200, 200, 403, 200, 403, 404, 401]),
     MatrixRow(
         "PUT", "/v1/orders/{order}/activities/a-2",
         body: { _ in ["pushToken": pushToken, "environment": "development"] },
-        [401, 403, 403, 404, 403, 403, 200, 403, 200, 404]),
-    MatrixRow("DELETE", "/v1/orders/{order}/activities/a-1", [401, 403, 403, 404, 403, 403, 204, 403, 204, 404]),
+        [401, 403, 403, 404, 403, 403, 200, 403, 200, 404, 401]),
+    MatrixRow("DELETE", "/v1/orders/{order}/activities/a-1", [401, 403, 403, 404, 403, 403, 204, 403, 204, 404, 401]),
     // Each customer app registers its own device, under its own merchant: both tenants' c-42 may.
     MatrixRow(
         "PUT", "/v1/customers/c-42/push-to-start/d-2",
         body: { _ in ["pushToken": pushToken, "environment": "production"] },
-        [401, 403, 403, 403, 403, 403, 403, 403, 200, 200]),
+        [401, 403, 403, 403, 403, 403, 403, 403, 200, 200, 401]),
     MatrixRow(
         "PUT", "/v1/customers/c-7/push-to-start/d-2",
         body: { _ in ["pushToken": pushToken, "environment": "production"] },
-        [401, 403, 403, 403, 403, 403, 403, 403, 404, 404]),
+        [401, 403, 403, 403, 403, 403, 403, 403, 404, 404, 401]),
     // d-1 is m-1's c-42's device: the other tenant's c-42 has no such device.
-    MatrixRow("DELETE", "/v1/customers/c-42/push-to-start/d-1", [401, 403, 403, 403, 403, 403, 403, 403, 204, 404]),
+    MatrixRow(
+        "DELETE", "/v1/customers/c-42/push-to-start/d-1", [401, 403, 403, 403, 403, 403, 403, 403, 204, 404, 401]),
     MatrixRow(
         "POST", "/v1/customers/c-42/credentials", body: { $0 == .admin ? ["merchantId": "m-1"] : [:] },
-        [401, 201, 403, 403, 201, 403, 403, 201, 403, 403]),
+        [401, 201, 403, 403, 201, 403, 403, 201, 403, 403, 401]),
     MatrixRow(
         "DELETE", "/v1/customers/c-42/credentials/{credential}",
-        [401, 404, 403, 403, 204, 403, 403, 204, 403, 403]),
+        [401, 404, 403, 403, 204, 403, 403, 204, 403, 403, 401]),
     MatrixRow(
         "POST", "/v1/orders", body: { $0 == .admin ? ["merchantId": "m-1"] : [:] },
-        [401, 201, 403, 403, 201, 403, 403, 201, 403, 403]),
+        [401, 201, 403, 403, 201, 403, 403, 201, 403, 403, 401]),
     MatrixRow(
         "POST", "/v1/admin/keys", body: { _ in ["role": "rider", "riderId": "r-9"] },
-        [401, 403, 403, 403, 403, 403, 403, 201, 403, 403]),
-    MatrixRow("GET", "/v1/admin/keys", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403]),
-    MatrixRow("DELETE", "/v1/admin/keys/{spareKey}", [401, 403, 403, 403, 403, 403, 403, 204, 403, 403]),
-    MatrixRow("GET", "/v1/admin/dead-letters", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403]),
+        [401, 403, 403, 403, 403, 403, 403, 201, 403, 403, 401]),
+    MatrixRow("GET", "/v1/admin/keys", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401]),
+    MatrixRow("DELETE", "/v1/admin/keys/{spareKey}", [401, 403, 403, 403, 403, 403, 403, 204, 403, 403, 401]),
+    MatrixRow("GET", "/v1/admin/dead-letters", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401]),
     MatrixRow(
-        "POST", "/v1/admin/dead-letters/replay", body: { _ in [:] }, [401, 403, 403, 403, 403, 403, 403, 200, 403, 403]
+        "POST", "/v1/admin/dead-letters/replay", body: { _ in [:] },
+        [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401]
     ),
-    MatrixRow("GET", "/healthz", [200, 200, 200, 200, 200, 200, 200, 200, 200, 200]),
-    MatrixRow("GET", "/readyz", [200, 200, 200, 200, 200, 200, 200, 200, 200, 200]),
+    MatrixRow("GET", "/metrics", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401]),
+    MatrixRow("GET", "/v1/admin/stats", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401]),
+    MatrixRow("GET", "/admin", [200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200]),
+    MatrixRow("GET", "/healthz", [200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200]),
+    MatrixRow("GET", "/readyz", [200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200]),
 ]
 
 @Suite("Authorization matrix: every endpoint × every role")
 struct AuthorizationMatrixTests {
+    /// The matrix has a row for every route the service has.
+    @Test func everyRouteHasARow() throws {
+        let api = try APIHarness()
+        let routed = Set(api.router.registeredRoutes.map { "\($0.method) \($0.pattern)" })
+        let rows = Set(
+            matrix.map { row in
+                "\(row.method) "
+                    + row.path.split(separator: "/", omittingEmptySubsequences: false).map { segment in
+                        switch segment {
+                        case "{order}": "{id}"
+                        case "{spareKey}": "{id}"
+                        case "a-1", "a-2": "{activityId}"
+                        case "c-42", "c-7": "{customerId}"
+                        case "d-1", "d-2": "{deviceId}"
+                        case "{credential}": "{credentialId}"
+                        default: String(segment)
+                        }
+                    }.joined(separator: "/")
+            })
+        #expect(routed.subtracting(rows).isEmpty, "routes without a row: \(routed.subtracting(rows))")
+    }
+
     /// Each endpoint answers each role with exactly the status of the matrix, on a fresh database.
     @Test(arguments: matrix)
     func endpointAnswersEachRole(_ row: MatrixRow) throws {
@@ -156,6 +186,7 @@ struct World {
             ).status == 200)
         credentials = [
             .customerAccount: account.credential,
+            .malformed: "dc_",
             .otherTenantCustomer: try api.customerCredential(wrongMerchant, customer: "c-42").credential,
             .wrongMerchant: wrongMerchant,
             .wrongRider: try api.key("rider", rider: "r-2"),
