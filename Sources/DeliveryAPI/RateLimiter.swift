@@ -45,9 +45,10 @@ public struct RateLimits: Sendable, Hashable {
 
 /// Token buckets by key, in memory, for one limit.
 ///
-/// Memory is bounded: past `maximumKeys` buckets, those that have refilled completely (they hold
-/// nothing a fresh bucket would not) are dropped. A restart forgets every bucket, which errs on the
-/// side of letting clients in.
+/// Memory is bounded: past `maximumKeys` buckets in a shard, those that have refilled completely
+/// (they hold nothing a fresh bucket would not) are dropped. A restart forgets every bucket, which
+/// errs on the side of letting clients in. Keys spread over shards, each behind its own lock, so
+/// that handler threads taking tokens for different credentials rarely wait for each other.
 final class RateLimiter: Sendable {
     private struct Bucket {
         var tokens: Double
@@ -56,16 +57,26 @@ final class RateLimiter: Sendable {
 
     let limit: RateLimit
     private let maximumKeys: Int
-    private let buckets = Mutex<[String: Bucket]>([:])
+    private let shards: [Shard]
 
-    init(_ limit: RateLimit, maximumKeys: Int = 100_000) {
+    /// One lock and the buckets behind it.
+    private final class Shard: Sendable {
+        let buckets = Mutex<[String: Bucket]>([:])
+    }
+
+    init(_ limit: RateLimit, maximumKeys: Int = 100_000, shards: Int = 16) {
         self.limit = limit
-        self.maximumKeys = maximumKeys
+        self.maximumKeys = max(1, maximumKeys / shards)
+        self.shards = (0..<shards).map { _ in Shard() }
+    }
+
+    private func shard(_ key: String) -> Shard {
+        shards[Int(UInt(bitPattern: key.hashValue) % UInt(shards.count))]
     }
 
     /// Whether `key` has a token left, without taking it.
     func hasRoom(_ key: String, now: Date) -> Bool {
-        buckets.withLock { buckets in
+        shard(key).buckets.withLock { buckets in
             guard let bucket = buckets[key] else { return true }
             return refilled(bucket, now).tokens >= 1
         }
@@ -73,7 +84,7 @@ final class RateLimiter: Sendable {
 
     /// Takes a token; returns `nil` when there was one, else how long until the next one comes.
     func take(_ key: String, now: Date) -> TimeInterval? {
-        buckets.withLock { buckets in
+        shard(key).buckets.withLock { buckets in
             var bucket = buckets[key].map { refilled($0, now) } ?? Bucket(tokens: limit.burst, updated: now)
             guard bucket.tokens >= 1 else {
                 buckets[key] = bucket

@@ -108,7 +108,7 @@ public final class Database: Sendable {
         if let ambient = AmbientWrite.current, ambient.database == ObjectIdentifier(self) {
             outcome = Self.nested(body, on: ambient.connection)
         } else {
-            outcome = submit(body)
+            outcome = submit(body, ambient: false)
         }
         do {
             return try outcome.get()
@@ -131,21 +131,26 @@ public final class Database: Sendable {
     /// `body` runs on the thread that leads the group commit, with the writer connection; reads it
     /// makes go to reader connections and see what was committed before. Its errors come back as thrown.
     public func atomically<T>(_ body: () throws -> T) throws -> T {
-        let outcome: Result<T, any Error> = submit { _ in try body() }
+        let outcome: Result<T, any Error> = submit({ _ in try body() }, ambient: true)
         return try outcome.get()
     }
 
-    /// Hands `body` to the group commit, with the writer connection as the ambient write of any
-    /// store write it makes.
-    private func submit<T>(_ body: (SQLiteConnection) throws -> T) -> Result<T, any Error> {
+    /// Hands `body` to the group commit; with `ambient`, store writes that `body` makes join it (a
+    /// plain write's body never makes any, so it skips the binding on the hot path).
+    private func submit<T>(_ body: (SQLiteConnection) throws -> T, ambient bindsAmbient: Bool) -> Result<T, any Error> {
         withoutActuallyEscaping(body) { body in
             let box = OutcomeBox<T>()
             let database = ObjectIdentifier(self)
             let pending = PendingWrite(
                 body: { connection in
                     do {
-                        let ambient = AmbientWrite(database: database, connection: connection)
-                        box.outcome = .success(try AmbientWrite.$current.withValue(ambient) { try body(connection) })
+                        if bindsAmbient {
+                            let ambient = AmbientWrite(database: database, connection: connection)
+                            box.outcome = .success(
+                                try AmbientWrite.$current.withValue(ambient) { try body(connection) })
+                        } else {
+                            box.outcome = .success(try body(connection))
+                        }
                         return nil
                     } catch {
                         box.outcome = .failure(error)
