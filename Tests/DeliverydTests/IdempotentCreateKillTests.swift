@@ -44,6 +44,7 @@ struct IdempotentCreateKillTests {
         }
 
         // Two clients create orders, retrying each through the kills until it is answered.
+        let pacer = LoadPacer(total: creates, kills: kills)
         let answers = Answers()
         let clients = DispatchGroup()
         for client in 0..<2 {
@@ -51,10 +52,11 @@ struct IdempotentCreateKillTests {
             Thread {
                 defer { clients.leave() }
                 for index in stride(from: client, to: creates, by: 2) {
-                    answers.waitForRoom()
+                    pacer.waitForRoom()
                     for _ in 0..<3000 {
                         if let answer = try? create(index), answer.status < 500 {
                             answers.record(index, answer)
+                            pacer.complete()
                             break
                         }
                         usleep(10_000)
@@ -62,19 +64,13 @@ struct IdempotentCreateKillTests {
                 }
             }.start()
         }
-        // Kill k comes at a random point of the k-th of `kills + 1` parts of the creates; the
-        // clients wait at the end of each part until its kill is done.
-        let part = Double(creates) / Double(kills + 1)
-        for kill in 0..<kills {
-            answers.limit = Int(part * Double(kill + 1))
-            let due = Int(part * (Double(kill) + Double.random(in: 0.1...0.9)))
-            while answers.count < due, clients.wait(timeout: .now()) == .timedOut { usleep(1_000) }
+        // The kills are paced by the answered creates (`LoadPacer`).
+        _ = try pacer.killDuring(clients) { _ in
             server.crash()
             server = try DeliverydProcess(
                 extraArguments: arguments, dataDirectory: dataDirectory, keepData: true, port: port)
             try LoopbackHTTP.waitUntilHealthy(port: port)
         }
-        answers.limit = .max
         #expect(clients.wait(timeout: .now() + 120) == .success, "the clients did not finish")
 
         let first = answers.snapshot
@@ -98,7 +94,7 @@ struct IdempotentCreateKillTests {
     }
 }
 
-/// The first answer to each create, and the gate that holds the clients until a kill is done.
+/// The first answer to each create.
 private final class Answers: Sendable {
     struct Answer: Sendable {
         let status: Int
@@ -107,16 +103,6 @@ private final class Answers: Sendable {
     }
 
     private let answers = Mutex<[Int: Answer]>([:])
-    private let gate = Atomic<Int>(0)
-
-    var limit: Int {
-        get { gate.load(ordering: .relaxed) }
-        set { gate.store(newValue, ordering: .relaxed) }
-    }
-
-    func waitForRoom() {
-        while count >= limit { usleep(1_000) }
-    }
 
     func record(_ index: Int, _ response: LoopbackHTTP.Response) {
         let answer = Answer(
@@ -127,6 +113,5 @@ private final class Answers: Sendable {
         }
     }
 
-    var count: Int { answers.withLock { $0.count } }
     var snapshot: [Int: Answer] { answers.withLock { $0 } }
 }
