@@ -27,16 +27,8 @@ enum Views {
                 "last4": .optional(order.payment.last4),
             ]),
             "note": .optional(order.note),
-            "status": .string(order.status.rawValue),
-            "stage": .number(Double(order.stage)),
-            "estimatedArrival": .time(order.estimatedArrival),
-            "createdAt": .time(order.createdAt),
-            "updatedAt": .time(order.updatedAt),
-            "rider": order.rider.map {
-                .object(["id": .string($0.id), "name": .string($0.name), "phone": .optional($0.phone)])
-            } ?? .null,
         ]
-        if let cancelledAt = order.cancelledAt { members["cancelledAt"] = .string(cancelledAt.rawValue) }
+        members.merge(progress(order)) { own, _ in own }
         return .object(members)
     }
 
@@ -64,6 +56,18 @@ enum Views {
             "items": .array(
                 order.items.map { .object(["name": .string($0.name), "quantity": .number(Double($0.quantity))]) }),
             "customer": .object(customer),
+        ]
+        members.merge(progress(order)) { own, _ in own }
+        if open {
+            members["address"] = .string(order.address)
+            members["note"] = .optional(order.note)
+        }
+        return .object(members)
+    }
+
+    /// Where the order stands, the same in every staff view: status, stage, times and rider.
+    private static func progress(_ order: Order) -> [String: JSONValue] {
+        var members: [String: JSONValue] = [
             "status": .string(order.status.rawValue),
             "stage": .number(Double(order.stage)),
             "estimatedArrival": .time(order.estimatedArrival),
@@ -73,12 +77,8 @@ enum Views {
                 .object(["id": .string($0.id), "name": .string($0.name), "phone": .optional($0.phone)])
             } ?? .null,
         ]
-        if open {
-            members["address"] = .string(order.address)
-            members["note"] = .optional(order.note)
-        }
         if let cancelledAt = order.cancelledAt { members["cancelledAt"] = .string(cancelledAt.rawValue) }
-        return .object(members)
+        return members
     }
 
     /// What a customer may see: the Live Activity projection and nothing else.
