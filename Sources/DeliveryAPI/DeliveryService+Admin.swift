@@ -26,20 +26,21 @@ extension DeliveryService {
 
     /// The binding rules of a key's role, as field issues; shared with `deliveryd keys create`.
     public static func bindingIssues(role: APIKeyRole?, merchantID: String?, riderID: String?) -> [FieldIssue] {
-        func valid(_ id: String) -> Bool {
-            OrderLimits.identifierLength.contains(id.count) && !id.contains(where: \.isWhitespace)
-        }
+        let valid = OrderLimits.isIdentifier
         var issues: [FieldIssue] = []
         switch role {
         case .merchant?:
             if merchantID.map(valid) != true {
                 issues.append(
-                    FieldIssue(field: "merchantId", problem: "is required for a merchant key (1 to 64 characters)"))
+                    FieldIssue(
+                        field: "merchantId", problem: "is required for a merchant key (1 to 64 characters, no spaces)"))
             }
             if riderID != nil { issues.append(FieldIssue(field: "riderId", problem: "only a rider key has one")) }
         case .rider?:
             if riderID.map(valid) != true {
-                issues.append(FieldIssue(field: "riderId", problem: "is required for a rider key (1 to 64 characters)"))
+                issues.append(
+                    FieldIssue(field: "riderId", problem: "is required for a rider key (1 to 64 characters, no spaces)")
+                )
             }
             if merchantID != nil {
                 issues.append(FieldIssue(field: "merchantId", problem: "only a merchant key has one"))

@@ -24,7 +24,7 @@ extension DeliveryService {
             }
             merchantID = own
         case .staff(.admin, _):
-            merchantID = reader.require(reader.string(body, "merchantId"), "merchantId")
+            merchantID = reader.require(reader.identifier(body, "merchantId"), "merchantId")
         case .staff(.rider, _), .customer, .customerAccount:
             throw APIError.forbidden("customer credentials are minted by the merchant's backend, with its key")
         }

@@ -18,7 +18,7 @@ extension DeliveryService {
             }
             merchantID = id
         case .admin:
-            merchantID = reader.require(reader.string(body, "merchantId"), "merchantId") ?? ""
+            merchantID = reader.require(reader.identifier(body, "merchantId"), "merchantId") ?? ""
         case .rider:
             throw APIError.forbidden("a rider may not create orders")
         }

@@ -3,8 +3,9 @@ import OrderDomain
 
 /// Reads typed fields out of a JSON object and notes every field of the wrong type by its path.
 ///
-/// Missing and `null` fields read as `nil` (the domain says which are required); unknown fields are
-/// ignored, as the API promises. Type errors collect in `issues`, so one answer lists them all.
+/// Missing fields read as `nil` (the domain says which are required); `null` is a value of the wrong
+/// type, as the API document says (no request field is nullable); unknown fields are ignored, as the
+/// API promises. Type errors collect in `issues`, so one answer lists them all.
 struct FieldReader {
     private(set) var issues: [FieldIssue] = []
 
@@ -23,7 +24,7 @@ struct FieldReader {
 
     mutating func string(_ object: [String: JSONValue], _ key: String, path: String? = nil) -> String? {
         switch object[key] {
-        case nil, .null?: return nil
+        case nil: return nil
         case .string(let value)?: return value
         default:
             fail(path ?? key, "must be a string")
@@ -33,7 +34,7 @@ struct FieldReader {
 
     mutating func number(_ object: [String: JSONValue], _ key: String, path: String? = nil) -> Double? {
         switch object[key] {
-        case nil, .null?: return nil
+        case nil: return nil
         case .number(let value)?: return value
         default:
             fail(path ?? key, "must be a number")
@@ -75,7 +76,7 @@ struct FieldReader {
 
     mutating func object(_ object: [String: JSONValue], _ key: String, path: String? = nil) -> [String: JSONValue]? {
         switch object[key] {
-        case nil, .null?: return nil
+        case nil: return nil
         case .object(let members)?: return members
         default:
             fail(path ?? key, "must be an object")
@@ -85,7 +86,7 @@ struct FieldReader {
 
     mutating func array(_ object: [String: JSONValue], _ key: String, path: String? = nil) -> [JSONValue]? {
         switch object[key] {
-        case nil, .null?: return nil
+        case nil: return nil
         case .array(let values)?: return values
         default:
             fail(path ?? key, "must be an array")
@@ -94,6 +95,16 @@ struct FieldReader {
     }
 
     /// A required field that the domain does not check itself.
+    /// A merchant's, rider's or customer's id, when present: `OrderLimits.isIdentifier` or an issue.
+    mutating func identifier(_ object: [String: JSONValue], _ key: String) -> String? {
+        guard let value = string(object, key) else { return nil }
+        guard OrderLimits.isIdentifier(value) else {
+            fail(key, "must be 1 to 64 characters, without spaces or control characters")
+            return nil
+        }
+        return value
+    }
+
     mutating func require<T>(_ value: T?, _ field: String) -> T? {
         if value == nil, !issues.contains(where: { $0.field == field }) { fail(field, "is required") }
         return value

@@ -21,6 +21,11 @@ final class Idempotency: Sendable {
     static let headerName = "Idempotency-Key"
     static let maximumKeyLength = 255
 
+    /// 1 to 255 visible ASCII characters: what a header carries intact, and what the API document states.
+    static func isWellFormed(_ key: String) -> Bool {
+        (1...maximumKeyLength).contains(key.utf8.count) && key.utf8.allSatisfy { (0x21...0x7E).contains($0) }
+    }
+
     private let store: any DeliveryStore
     private let lifetime: TimeInterval
     private let sealingKey: SealingKey
@@ -37,8 +42,8 @@ final class Idempotency: Sendable {
         _ request: HTTPRequest, scope: String, now: Date, _ body: () throws -> HTTPResponse
     ) throws -> HTTPResponse {
         guard let key = request.header(Self.headerName) else { return try body() }
-        guard (1...Self.maximumKeyLength).contains(key.utf8.count) else {
-            throw APIError.badRequest("Idempotency-Key must be 1 to \(Self.maximumKeyLength) bytes")
+        guard Self.isWellFormed(key) else {
+            throw APIError.badRequest("Idempotency-Key must be 1 to \(Self.maximumKeyLength) visible ASCII characters")
         }
         var fingerprint = Array(request.method.utf8)
         fingerprint.append(0)

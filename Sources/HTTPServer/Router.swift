@@ -97,9 +97,36 @@ public struct Router: Sendable {
             case .literal(let text): guard part == text else { return nil }
             case .parameter(let name):
                 guard !part.isEmpty else { return nil }
-                parameters[name] = String(part)
+                parameters[name] = percentDecoded(part) ?? String(part)
             }
         }
         return parameters
+    }
+
+    /// A path segment with its `%XX` escapes decoded (`a%3Ab` is `a:b`), or nil when an escape is
+    /// malformed or the result is not UTF-8; the handler then sees the raw text and refuses it.
+    static func percentDecoded(_ segment: Substring) -> String? {
+        guard segment.utf8.contains(UInt8(ascii: "%")) else { return String(segment) }
+        func hexValue(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        var bytes: [UInt8] = []
+        var input = segment.utf8.makeIterator()
+        while let byte = input.next() {
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard let high = input.next().flatMap(hexValue), let low = input.next().flatMap(hexValue) else {
+                return nil
+            }
+            bytes.append(high << 4 | low)
+        }
+        return String(validating: bytes, as: UTF8.self)
     }
 }

@@ -17,7 +17,8 @@ extension Order {
     /// Applies a status change, or says why it cannot be.
     ///
     /// The rules, checked in this order: the caller must see the order (`not_found`), its role must
-    /// allow the status (`forbidden`); the current status again is `unchanged` (terminal ones too, so
+    /// allow the status (`forbidden`), the fields must be well-formed (`validation_failed`, whatever the
+    /// state); the current status again is `unchanged` (terminal ones too, so
     /// a retried `delivered` is harmless); a terminal order takes nothing else (`order_closed`); an
     /// earlier status is `illegal_transition`; any later status is applied, steps may be skipped.
     ///
@@ -29,6 +30,14 @@ extension Order {
         guard principal.settableStatuses.contains(change.status) else {
             throw OrderError(.forbidden, "a \(principal.roleName) may not set status \(change.status.rawValue)")
         }
+        // Malformed fields are refused whatever the order's state, so a retry cannot pass what the first try would not.
+        var check = FieldChecker()
+        let eta = change.estimatedArrival.flatMap {
+            check.estimatedArrival($0, "estimatedArrival", createdAt: createdAt, now: now)
+        }
+        let reason = check.optionalText(change.reason, "reason", length: OrderLimits.reasonLength)
+        try check.finish()
+
         if change.status == status { return .unchanged(self) }
         guard !status.isTerminal else {
             throw OrderError(.orderClosed, "order is \(status.rawValue)", currentStatus: status)
@@ -39,13 +48,6 @@ extension Order {
                 currentStatus: status
             )
         }
-
-        var check = FieldChecker()
-        let eta = change.estimatedArrival.flatMap {
-            check.estimatedArrival($0, "estimatedArrival", createdAt: createdAt, now: now)
-        }
-        let reason = check.optionalText(change.reason, "reason", length: OrderLimits.reasonLength)
-        try check.finish()
 
         var next = self
         next.status = change.status
@@ -96,7 +98,7 @@ extension Order {
             throw OrderError(.orderClosed, "order is \(status.rawValue)", currentStatus: status)
         }
         var check = FieldChecker()
-        let id = check.text(rider.id, "riderId", length: OrderLimits.identifierLength)
+        let id = check.identifier(rider.id, "riderId")
         let name = check.text(rider.name, "name", length: OrderLimits.nameLength)
         let phone = check.phone(rider.phone, "phone", required: false)
         try check.finish()

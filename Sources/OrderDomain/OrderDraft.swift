@@ -147,7 +147,7 @@ public struct OrderDraft: Sendable, Hashable {
             check.fail("customer", "is required")
             return nil
         }
-        let id = check.text(customer.id, "customer.id", length: OrderLimits.identifierLength)
+        let id = check.identifier(customer.id, "customer.id")
         let name = check.text(customer.name, "customer.name", length: OrderLimits.nameLength)
         let phone = check.phone(customer.phone, "customer.phone", required: true)
         let locale = check.locale(customer.locale, "customer.locale")

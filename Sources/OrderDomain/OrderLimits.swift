@@ -17,6 +17,16 @@ public enum OrderLimits {
     public static let estimatedArrivalSkew: TimeInterval = 10 * 60
     /// The payment methods the API accepts.
     public static let paymentMethods: Set<String> = ["card", "cash", "wallet", "voucher", "other"]
+
+    /// The rule of a merchant's, a rider's or a customer's id: 1 to 64 code points, none of them white
+    /// space or a control character. Counted in code points, as JSON Schema's `maxLength` counts, so
+    /// that the API document can state the rule exactly.
+    public static func isIdentifier(_ value: String) -> Bool {
+        identifierLength.contains(value.unicodeScalars.count)
+            && !value.unicodeScalars.contains {
+                $0.properties.isWhitespace || $0.properties.generalCategory == .control
+            }
+    }
 }
 
 /// Collects every broken field rule of one input, so that a client learns all of them at once.
@@ -52,6 +62,19 @@ struct FieldChecker {
             return nil
         }
         return trimmed
+    }
+
+    /// Checks a required identifier (`OrderLimits.isIdentifier`).
+    mutating func identifier(_ value: String?, _ field: String) -> String? {
+        guard let value else {
+            fail(field, "is required")
+            return nil
+        }
+        guard OrderLimits.isIdentifier(value) else {
+            fail(field, "must be 1 to 64 characters, without spaces or control characters")
+            return nil
+        }
+        return value
     }
 
     /// A phone number: digits with the usual separators and an optional leading `+`.

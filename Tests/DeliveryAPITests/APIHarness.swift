@@ -43,6 +43,16 @@ final class APIHarness {
         }
 
         var errorCode: String? { (json["error"] as? [String: Any])?["code"] as? String }
+        /// `validation_failed`'s problems by field.
+        var fieldProblems: [String: String] {
+            let details = (json["error"] as? [String: Any])?["details"] as? [String: Any]
+            let fields = details?["fields"] as? [[String: Any]] ?? []
+            let pairs = fields.compactMap { entry -> (String, String)? in
+                guard let field = entry["field"] as? String else { return nil }
+                return (field, entry["problem"] as? String ?? "")
+            }
+            return Dictionary(pairs, uniquingKeysWith: { first, _ in first })
+        }
 
         func header(_ name: String) -> String? {
             headers.first { $0.name.lowercased() == name.lowercased() }?.value

@@ -26,6 +26,42 @@ struct OrderAPITests {
         #expect(try api.store.orderCountsByStatus().isEmpty)
     }
 
+    /// The rules `docs/openapi.yaml` states, held by the server too: `null` is not a string, ids have
+    /// no spaces (an admin's `merchantId` included), a malformed field is refused even when the
+    /// status would not change, and an `Idempotency-Key` is visible ASCII.
+    @Test func requestRulesMatchTheAPIDocument() throws {
+        let api = try APIHarness()
+        let merchant = try api.key("merchant", merchant: "m-1")
+        var body = APIHarness.orderBody(number: "A-1", now: api.now)
+        body["note"] = NSNull()
+        let nullNote = try api.send("POST", "/v1/orders", as: merchant, json: body)
+        #expect(nullNote.status == 422 && nullNote.fieldProblems["note"] == "must be a string")
+        body["note"] = "ring twice"
+        for merchantID in ["", "m 1", "m\u{85}1", String(repeating: "m", count: 65)] {
+            body["merchantId"] = merchantID
+            let reply = try api.send("POST", "/v1/orders", as: APIHarness.adminKey, json: body)
+            #expect(
+                reply.status == 422 && reply.fieldProblems["merchantId"] != nil,
+                "merchantId \(merchantID.debugDescription)")
+        }
+        body["merchantId"] = "m-1"
+        body["customer"] = ["id": "c 42", "name": "Ana", "phone": "+49 30 1234567", "locale": "en"]
+        #expect(try api.send("POST", "/v1/orders", as: merchant, json: body).fieldProblems["customer.id"] != nil)
+
+        let order = try api.createOrder(merchant, number: "A-2")
+        let path = "/v1/orders/\(order.id)/status"
+        #expect(try api.send("POST", path, as: merchant, json: ["status": "preparing"]).status == 200)
+        let controlReason = try api.send(
+            "POST", path, as: merchant, json: ["status": "preparing", "reason": "a\u{84}b"])
+        #expect(controlReason.status == 422, "\(controlReason.json)")
+        let unchanged = try api.send("POST", path, as: merchant, json: ["status": "preparing"])
+        #expect(unchanged.status == 200, "\(unchanged.json)")
+        let spaced = try api.send(
+            "POST", path, as: merchant, json: ["status": "pickup"], headers: [("Idempotency-Key", "two words")])
+        #expect(spaced.status == 400)
+        #expect(try api.store.events(orderID: order.id).map(\.to.rawValue) == ["placed", "preparing"])
+    }
+
     /// A body that is not declared JSON is 415; malformed JSON or a non-object is 400 invalid_json.
     @Test func bodiesMustBeJSONObjects() throws {
         let api = try APIHarness()
