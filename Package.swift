@@ -59,7 +59,7 @@ let package = Package(
         .target(name: "Telemetry", swiftSettings: strictSettings),
 
         // The edges.
-        .target(name: "HTTPServer", dependencies: ["CLinuxShim"], swiftSettings: strictSettings),
+        .target(name: "HTTPServer", dependencies: ["CLinuxShim", "Telemetry"], swiftSettings: strictSettings),
         .target(
             name: "Storage",
             dependencies: ["OrderDomain", "CSQLite"],
@@ -160,7 +160,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HTTPServerTests",
-            dependencies: ["HTTPServer", "TestSupport"],
+            dependencies: ["HTTPServer", "Telemetry", "TestSupport"],
             swiftSettings: strictSettings
         ),
     ]

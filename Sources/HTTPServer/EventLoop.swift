@@ -35,25 +35,12 @@ final class LoopMailbox: Sendable {
         wake()
     }
 
-    func wake() {
-        var one: UInt64 = 1
-        _ = Glibc.write(wakeFD, &one, 8)
-    }
+    func wake() { Posix.addToEventCounter(wakeFD) }
 }
 
 /// Open connections across every loop, for the connection cap.
 final class ConnectionCounter: Sendable {
     let value = Atomic<Int>(0)
-}
-
-/// The request a connection is answering, for its access log entry.
-private struct InFlight {
-    let method: String
-    let path: String
-    let started: UInt64
-    var requestID = "-"
-    /// The router's index of the matched route; `-1` when none matched.
-    var route = -1
 }
 
 /// One connection's state, owned by its loop's thread.
@@ -100,8 +87,7 @@ final class EventLoop {
     private let router: Router
     private let configuration: HTTPServerConfiguration
     private let openConnections: ConnectionCounter
-    private let accessLog: (@Sendable (AccessLogEntry) -> Void)?
-    private let statistics: LoopStatistics
+    private var recorder: RequestRecorder
     private let handlerPool: HandlerPool
     private var connections: [Int32: Connection] = [:]
     private var nextGeneration: UInt64 = 0
@@ -109,14 +95,11 @@ final class EventLoop {
     private var dateSecond = -1
     private var dateBytes: [UInt8] = []
     private var stopDeadline: UInt64?
-    /// Request ids are this loop's random prefix and a counter: unique per process run, cheap to make.
-    private let requestIDPrefix = String(UInt32.random(in: .min ... .max), radix: 16)
-    private var requestCounter: UInt64 = 0
 
     init(
         listenerFD: Int32, mailbox: LoopMailbox, router: Router, configuration: HTTPServerConfiguration,
         openConnections: ConnectionCounter, statistics: LoopStatistics, handlerPool: HandlerPool,
-        accessLog: (@Sendable (AccessLogEntry) -> Void)?
+        accessLog: AccessLogConfiguration?
     ) throws(SystemError) {
         let fd = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard fd >= 0 else { throw SystemError(function: "epoll_create1", errno: errno) }
@@ -126,11 +109,15 @@ final class EventLoop {
         self.router = router
         self.configuration = configuration
         self.openConnections = openConnections
-        self.accessLog = accessLog
-        self.statistics = statistics
+        self.recorder = RequestRecorder(router: router, statistics: statistics, accessLog: accessLog)
         self.handlerPool = handlerPool
-        watch(listenerFD, events: EPOLLIN.rawValue)
-        watch(mailbox.wakeFD, events: EPOLLIN.rawValue)
+        do {
+            try Posix.epollControl(fd, EPOLL_CTL_ADD, listenerFD, events: EPOLLIN.rawValue)
+            try Posix.epollControl(fd, EPOLL_CTL_ADD, mailbox.wakeFD, events: EPOLLIN.rawValue)
+        } catch {
+            Posix.close(fd)
+            throw error
+        }
     }
 
     deinit {
@@ -142,17 +129,16 @@ final class EventLoop {
         var events = [epoll_event](repeating: epoll_event(), count: 256)
         var lastSweep = Posix.monotonicNanoseconds()
         while true {
-            let count = epoll_wait(epollFD, &events, Int32(events.count), 250)
+            let count = Posix.epollWait(epollFD, &events, timeoutMilliseconds: 250)
             let now = Posix.monotonicNanoseconds()
             if count > 0 {
-                for index in 0..<Int(count) {
+                for index in 0..<count {
                     let fd = events[index].data.fd
                     let flags = events[index].events
                     if fd == listenerFD {
                         acceptAll(now: now)
                     } else if fd == mailbox.wakeFD {
-                        var value: UInt64 = 0
-                        _ = Glibc.read(fd, &value, 8)
+                        _ = Posix.readEventCounter(fd)
                         deliverCompletions(now: now)
                     } else if let connection = connections[fd] {
                         handle(connection, flags: flags, now: now)
@@ -164,27 +150,24 @@ final class EventLoop {
                 sweep(now: now)
                 lastSweep = now
             }
+            recorder.endOfIteration()
             if let stopDeadline, connections.isEmpty || now > stopDeadline {
                 for connection in Array(connections.values) { close(connection) }
+                recorder.finish()
                 return
             }
         }
     }
 
-    private func watch(_ fd: Int32, events: UInt32) {
-        var event = epoll_event()
-        event.events = events
-        event.data.fd = fd
-        _ = epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, &event)
-    }
-
     private func modify(_ connection: Connection) {
-        var event = epoll_event()
-        event.events =
+        let events =
             (connection.readingStopped ? 0 : EPOLLIN.rawValue) | (connection.watchingWrites ? EPOLLOUT.rawValue : 0)
             | EPOLLRDHUP.rawValue
-        event.data.fd = connection.fd
-        _ = epoll_ctl(epollFD, EPOLL_CTL_MOD, connection.fd, &event)
+        do {
+            try Posix.epollControl(epollFD, EPOLL_CTL_MOD, connection.fd, events: events)
+        } catch {
+            close(connection)  // the kernel is out of memory for its watch: give this connection up
+        }
     }
 
     private func acceptAll(now: UInt64) {
@@ -203,13 +186,18 @@ final class EventLoop {
                 Posix.close(fd)
                 continue
             }
-            var one: Int32 = 1
-            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            guard Posix.setNoDelay(fd),
+                (try? Posix.epollControl(
+                    epollFD, EPOLL_CTL_ADD, fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)) != nil
+            else {
+                openConnections.value.wrappingSubtract(1, ordering: .relaxed)
+                Posix.close(fd)
+                continue
+            }
             nextGeneration += 1
             let connection = Connection(fd: fd, generation: nextGeneration, limits: configuration.limits, now: now)
             connection.peer = peer
             connections[fd] = connection
-            watch(fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
         }
     }
 
@@ -257,18 +245,6 @@ final class EventLoop {
             if count < readBuffer.count { break }
         }
         process(connection, now: now)
-    }
-
-    /// The client's `X-Request-Id` when it is a short token, else a new id.
-    private func nextRequestID(supplied: String?) -> String {
-        // `request.header(_:)` lowercases its argument on every call; this runs on every request.
-        if let supplied, (1...64).contains(supplied.utf8.count),
-            supplied.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") })
-        {
-            return supplied
-        }
-        requestCounter &+= 1
-        return requestIDPrefix + "-" + String(requestCounter, radix: 16)
     }
 
     /// Answers buffered requests in order, one at a time, until one waits for its handler or data runs out.
@@ -325,7 +301,7 @@ final class EventLoop {
                     case .pool:
                         // Only pooled handlers get ids: they do the work (writes, pushes) worth tracing;
                         // inline answers come from memory and stay as cheap as possible.
-                        request.requestID = nextRequestID(
+                        request.requestID = recorder.requestID(
                             supplied: request.headers.first {
                                 HTTPRequestParser.equalsIgnoringCase($0.name, "x-request-id")
                             }?.value)
@@ -382,20 +358,9 @@ final class EventLoop {
             requestID: connection.current?.requestID)
         if !keepAlive { connection.closeAfterWrite = true }
         if let current = connection.current {
-            let seconds = Double(Posix.monotonicNanoseconds() - current.started) / 1e9
-            statistics.record(
-                method: LoopStatistics.methodIndex(current.method), route: current.route, status: response.status,
-                seconds: seconds)
-            if let accessLog {
-                accessLog(
-                    AccessLogEntry(
-                        method: current.method, path: current.path,
-                        route: current.route >= 0 ? router.pattern(ofRoute: current.route) : nil,
-                        requestID: current.requestID, status: response.status, bytes: connection.output.count - before,
-                        durationSeconds: seconds
-                    )
-                )
-            }
+            recorder.answered(
+                current, status: response.status, bytes: connection.output.count - before,
+                at: Posix.monotonicNanoseconds())
         }
         connection.current = nil
         connection.lastActivity = now
@@ -436,15 +401,13 @@ final class EventLoop {
     /// Half-closes and stops, so that a client still sending does not get a reset that destroys the
     /// response it has not read yet.
     private func lingeringClose(_ connection: Connection) {
-        shutdown(connection.fd, Int32(SHUT_WR))
-        var scratch = [UInt8](repeating: 0, count: 4096)
-        for _ in 0..<16 where recv(connection.fd, &scratch, scratch.count, Int32(MSG_DONTWAIT)) > 0 {}
+        Posix.shutdownWriteAndDrain(connection.fd)
         close(connection)
     }
 
     private func close(_ connection: Connection) {
         guard connections.removeValue(forKey: connection.fd) != nil else { return }
-        _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, connection.fd, nil)
+        // Closing the descriptor removes it from the epoll set; no `EPOLL_CTL_DEL` needed.
         Posix.close(connection.fd)
         openConnections.value.wrappingSubtract(1, ordering: .relaxed)
     }
@@ -481,7 +444,6 @@ final class EventLoop {
         guard stopDeadline == nil else { return }
         stopDeadline = now + UInt64(configuration.shutdownDeadline * 1e9)
         if let listenerFD {
-            _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, listenerFD, nil)
             Posix.close(listenerFD)
             self.listenerFD = nil
         }

@@ -10,7 +10,7 @@ internal import Synchronization
 public final class HTTPServer: Sendable {
     public let configuration: HTTPServerConfiguration
     private let router: Router
-    private let accessLog: (@Sendable (AccessLogEntry) -> Void)?
+    private let accessLog: AccessLogConfiguration?
     private let mailboxes: [LoopMailbox]
     private let listeners: [Int32]
     private let openConnections = ConnectionCounter()
@@ -20,9 +20,10 @@ public final class HTTPServer: Sendable {
     public let boundAddress: ListenAddress
 
     /// Binds one `SO_REUSEPORT` listener per event loop; serving starts with `start()`.
+    /// - Parameter accessLog: where access-log lines go; `nil` writes none.
     /// - Throws: `SystemError` naming the failed call (address in use, …).
     public init(
-        configuration: HTTPServerConfiguration, router: Router, accessLog: (@Sendable (AccessLogEntry) -> Void)? = nil
+        configuration: HTTPServerConfiguration, router: Router, accessLog: AccessLogConfiguration? = nil
     ) throws(SystemError) {
         signal(SIGPIPE, SIG_IGN)
         _ = Posix.raiseOpenFileLimit(to: configuration.maxConnections + 1024)

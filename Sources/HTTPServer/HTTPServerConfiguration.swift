@@ -38,18 +38,3 @@ public struct HTTPServerConfiguration: Sendable {
         self.shutdownDeadline = shutdownDeadline
     }
 }
-
-/// One answered request, for the access log. Holds no header values, query strings or bodies,
-/// so no credential or private field can reach a log through it.
-public struct AccessLogEntry: Sendable {
-    public let method: String
-    public let path: String
-    /// The matched route pattern (`/v1/orders/{id}`), `nil` when no route matched.
-    public let route: String?
-    /// The request's id, also sent back as `X-Request-Id`; `-` for a request that never parsed.
-    public let requestID: String
-    public let status: Int
-    /// Bytes of the whole response, head included.
-    public let bytes: Int
-    public let durationSeconds: Double
-}

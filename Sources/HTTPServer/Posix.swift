@@ -31,6 +31,74 @@ enum Posix {
         try call("send") { Glibc.send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL)) }
     }
 
+    /// Reads or writes an eventfd's counter; `nil` when it would block (nothing to read, or full).
+    static func readEventCounter(_ fd: Int32) -> UInt64? {
+        var value: UInt64 = 0
+        let result = try? call("read eventfd") { Glibc.read(fd, &value, 8) }
+        return result.flatMap { $0 == 8 ? value : nil }
+    }
+
+    static func addToEventCounter(_ fd: Int32) {
+        var one: UInt64 = 1
+        // EAGAIN means the counter is already non-zero enough to wake the loop; nothing else can fail.
+        _ = try? call("write eventfd") { Glibc.write(fd, &one, 8) }
+    }
+
+    /// Registers, changes or removes `fd` in an epoll set. Only resource exhaustion (`ENOMEM`,
+    /// `ENOSPC`: the user's watch limit) is thrown; any other failure is a bookkeeping bug and traps.
+    static func epollControl(_ epollFD: Int32, _ operation: Int32, _ fd: Int32, events: UInt32) throws(SystemError) {
+        var event = epoll_event()
+        event.events = events
+        event.data.fd = fd
+        let result = epoll_ctl(epollFD, operation, fd, &event)
+        guard result != 0 else { return }
+        let code = errno
+        switch code {
+        case ENOMEM, ENOSPC: throw SystemError(function: "epoll_ctl", errno: code)
+        default: preconditionFailure("epoll_ctl(\(operation)) on \(fd) failed with errno \(code): a bookkeeping bug")
+        }
+    }
+
+    /// Waits for events; an interrupted wait reports none. Any other failure is a bug and traps.
+    static func epollWait(_ epollFD: Int32, _ events: inout [epoll_event], timeoutMilliseconds: Int32) -> Int {
+        let count = epoll_wait(epollFD, &events, Int32(events.count), timeoutMilliseconds)
+        if count >= 0 { return Int(count) }
+        let code = errno
+        guard code == EINTR else { preconditionFailure("epoll_wait failed with errno \(code)") }
+        return 0
+    }
+
+    /// Turns off Nagle's algorithm: a response goes out as soon as it is written. False when the
+    /// peer is already gone (the socket then fails its first read).
+    static func setNoDelay(_ fd: Int32) -> Bool {
+        var one: Int32 = 1
+        if setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size)) == 0 {
+            return true
+        }
+        let code = errno
+        precondition(code != EBADF && code != EFAULT && code != ENOTSOCK, "setsockopt failed with errno \(code)")
+        return false
+    }
+
+    /// Half-closes a connection's sending side, then reads and discards what the client still sends
+    /// (up to `limit` bytes, without waiting), so that closing does not reset a response in flight.
+    static func shutdownWriteAndDrain(_ fd: Int32, limit: Int = 64 * 1024) {
+        if shutdown(fd, Int32(SHUT_WR)) != 0 {
+            let code = errno
+            // ENOTCONN: the peer has already gone, which is fine.
+            precondition(code == ENOTCONN, "shutdown failed with errno \(code)")
+        }
+        var scratch = [UInt8](repeating: 0, count: 4096)
+        var drained = 0
+        while drained < limit {
+            let count = try? scratch.withUnsafeMutableBytes { buffer throws(SystemError) in
+                try call("recv") { Glibc.recv(fd, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT)) }
+            }
+            guard let count, count > 0 else { return }  // nothing more, reset, or closed
+            drained += count
+        }
+    }
+
     /// A new connection and its peer's IPv4 address (network byte order), `nil` when none is waiting.
     static func accept(_ fd: Int32) throws(SystemError) -> (fd: Int32, peer: UInt32)? {
         var address = sockaddr_in()

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 #if canImport(Glibc)
     import Glibc
@@ -47,7 +47,9 @@ public struct Logger: Sendable {
 
     /// - Parameters:
     ///   - label: the component, written as `logger`.
-    ///   - sink: where finished lines go; default standard error, one `write(2)` per line.
+    ///   - sink: where finished lines go; default standard error through `LogOutput.standardError`,
+    ///     which never blocks the caller (errors wait until they are written, so that they are in the
+    ///     log before whatever follows them).
     public init(
         label: String, minimumLevel: Level = .info, metadata: [String: Value] = [:],
         sink: @escaping @Sendable (String) -> Void = Logger.writeToStandardError
@@ -67,11 +69,14 @@ public struct Logger: Sendable {
         guard level >= minimumLevel else { return }
         sink(
             Self.line(
-                time: Date(), level: level, label: label, message: message, fields: metadata.merging(fields) { $1 }))
+                time: Date(), level: level, label: label, message: message,
+                fields: metadata.isEmpty ? fields : metadata.merging(fields) { $1 }))
+        if level >= .error { LogOutput.standardError.flush() }
     }
 
     /// The JSON text of one line, fields in sorted order after the fixed ones.
-    static func line(time: Date, level: Level, label: String, message: String, fields: [String: Value]) -> String {
+    public static func line(time: Date, level: Level, label: String, message: String, fields: [String: Value]) -> String
+    {
         var line = "{\"time\":\"\(time.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))\""
         line += ",\"level\":\"\(level)\",\"logger\":\(quoted(label)),\"message\":\(quoted(message))"
         for key in fields.keys.sorted() {
@@ -101,7 +106,6 @@ public struct Logger: Sendable {
     }
 
     @Sendable public static func writeToStandardError(_ line: String) {
-        let bytes = Array(line.utf8)
-        _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+        LogOutput.standardError.submit(line: line)
     }
 }

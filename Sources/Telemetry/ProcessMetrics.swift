@@ -12,7 +12,11 @@ public enum ProcessMetrics {
         let build = registry.gauge(
             "deliveryd_build_info", help: "Always 1; the labels name the build.", labels: ["version", "swift"])
         build.set(1, [version, swiftVersion])
+        let droppedLogLines = registry.counter(
+            "deliveryd_log_lines_dropped_total",
+            help: "Log lines (access log included) dropped because the log output did not keep up.")
         registry.addCollector {
+            droppedLogLines.setAll([([], Double(LogOutput.standardError.droppedLines))])
             resident.set(Double(residentBytes() ?? 0))
             descriptors.set(Double(openFileDescriptors() ?? 0))
             uptime.set(Date().timeIntervalSince(startedAt).rounded())

@@ -193,11 +193,8 @@ let service = DeliveryService(
     sealingKey: sealingKey, outboxSignal: outboxSignal, registry: registry,
     logger: Logger(label: "api", minimumLevel: configuration.logLevel)
 )
-let accessLogger = Logger(label: "http", minimumLevel: configuration.logLevel)
-var accessLog: (@Sendable (AccessLogEntry) -> Void)?
-if configuration.accessLog {
-    accessLog = { @Sendable entry in AccessLog.write(entry, to: accessLogger) }
-}
+// Access-log lines are `info`: a quieter log level leaves them out, as it does every info line.
+let accessLog = configuration.accessLog && configuration.logLevel <= .info ? AccessLog.configuration : nil
 let server: HTTPServer
 do {
     server = try HTTPServer(

@@ -2,13 +2,19 @@ import Foundation
 import Glibc
 import HTTPServer
 import Synchronization
+import Telemetry
 import Testing
 
 /// A server on a free port with a few routes, and what it logged.
 final class TestServer: Sendable {
-    /// The access log lines the server wrote.
+    /// The access log lines the server wrote, decoded.
     final class Log: Sendable {
-        let entries = Mutex<[AccessLogEntry]>([])
+        let lines = Mutex<[String]>([])
+        var entries: [[String: Any]] {
+            lines.withLock { $0 }.map {
+                (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] ?? ["undecodable": $0]
+            }
+        }
     }
 
     let server: HTTPServer
@@ -44,9 +50,14 @@ final class TestServer: Sendable {
             return HTTPResponse(status: 200, body: Array("held".utf8))
         }
         let log = self.log
-        server = try HTTPServer(configuration: configuration, router: router) { entry in
-            log.entries.withLock { $0.append(entry) }
+        let output = LogOutput { batch in
+            let lines = String(decoding: batch, as: UTF8.self).split(separator: "\n").map(String.init)
+            log.lines.withLock { $0 += lines }
+            return 0
         }
+        server = try HTTPServer(
+            configuration: configuration, router: router,
+            accessLog: AccessLogConfiguration(output: output, pathsLoggedAsRoute: ["/v1/customers/"]))
         try server.start()
     }
 
@@ -239,11 +250,14 @@ struct ServerSocketTests {
             "GET /v1/orders/o-1?token=secret-query HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer secret-key\r\n\r\n")
         #expect(connection.readResponse()?.status == 200)
         test.server.shutdown()
-        let entries = test.log.entries.withLock { $0 }
+        let entries = test.log.entries
         try #require(entries.count == 1)
-        #expect(entries[0].method == "GET" && entries[0].path == "/v1/orders/o-1" && entries[0].status == 200)
-        #expect(entries[0].bytes > 0)
-        #expect(!"\(entries[0])".contains("secret"))
+        let entry = entries[0]
+        #expect(entry["http.request.method"] as? String == "GET" && entry["url.path"] as? String == "/v1/orders/o-1")
+        #expect(
+            entry["http.response.status_code"] as? Int == 200 && entry["http.route"] as? String == "/v1/orders/{id}")
+        #expect((entry["http.response.size"] as? Int ?? 0) > 0)
+        #expect(!test.log.lines.withLock { $0 }.joined().contains("secret"))
     }
 }
 
