@@ -178,8 +178,9 @@ struct CoalescingTests {
 @Suite("Retries under load", .serialized)
 struct RetryUnderLoadTests {
     /// 10,000 pushes while APNs answers 30 % of requests with 503 or 429: every live activity gets
-    /// exactly one accepted push, nothing is lost or dead-lettered, and each of 100 dead tokens gets
-    /// its one request and nothing after it.
+    /// exactly one accepted push as the worker sees it (and no more than the answers it never saw
+    /// explain), nothing is lost or dead-lettered, and each of 100 dead tokens gets its one request
+    /// and nothing after it.
     @Test func tenThousandPushesThroughThirtyPercentFailures() async throws {
         let directory = NSTemporaryDirectory() + "retry-load-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -224,9 +225,18 @@ struct RetryUnderLoadTests {
             if dead.contains(token) {
                 #expect(statuses == [410], "\(token): \(statuses)")
             } else {
-                #expect(statuses.last == 200 && statuses.filter { $0 == 200 }.count == 1, "\(token): \(statuses)")
-                #expect(statuses.dropLast().allSatisfy { $0 == 503 || $0 == 429 }, "\(token): \(statuses)")
-                failures += statuses.count - 1
+                // What the worker saw: failures, then the one acceptance. An answer that came after the
+                // client's timeout (a loaded machine) was never seen, so its push went again: the
+                // simulator may hold one more acceptance per unanswered attempt, and no more.
+                let attempts = try store.pushLog(orderID: "o-\(index)")
+                let seen = attempts.compactMap(\.httpStatus)
+                let unanswered = attempts.count - seen.count
+                #expect(seen.last == 200 && seen.filter { $0 == 200 }.count == 1, "\(token): saw \(seen)")
+                #expect(seen.dropLast().allSatisfy { $0 == 503 || $0 == 429 }, "\(token): saw \(seen)")
+                let accepted = statuses.filter { $0 == 200 }.count
+                #expect(accepted >= 1 && accepted <= 1 + unanswered, "\(token): \(statuses), \(unanswered) unanswered")
+                #expect(statuses.allSatisfy { [200, 503, 429].contains($0) }, "\(token): \(statuses)")
+                failures += statuses.count - accepted
             }
         }
         let share = Double(failures) / Double(requests.values.map(\.count).reduce(0, +))
