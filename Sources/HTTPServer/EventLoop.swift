@@ -43,36 +43,25 @@ final class ConnectionCounter: Sendable {
     let value = Atomic<Int>(0)
 }
 
-/// One connection's state, owned by its loop's thread.
+/// One connection: its socket, its queued output, and its state machine. Owned by its loop's thread.
 private final class Connection {
     let fd: Int32
     let generation: UInt64
-    var parser: HTTPRequestParser
+    var machine: ConnectionStateMachine
     var output: [UInt8] = []
     var outputOffset = 0
-    var waitingForHandler = false
-    var closeAfterWrite = false
     var readingStopped = false
     var watchingWrites = false
-    var lastActivity: UInt64
-    var requestStarted: UInt64?
-    var writeProgress: UInt64
-    var current: InFlight?
     /// The client's IPv4 address, network byte order.
     var peer: UInt32 = 0
-    /// How to frame the response a pooled handler is computing.
-    var pending: (keepAlive: Bool, includeBody: Bool) = (true, true)
 
-    init(fd: Int32, generation: UInt64, limits: HTTPLimits, now: UInt64) {
+    init(fd: Int32, generation: UInt64, machine: ConnectionStateMachine) {
         self.fd = fd
         self.generation = generation
-        self.parser = HTTPRequestParser(limits: limits)
-        self.lastActivity = now
-        self.writeProgress = now
+        self.machine = machine
     }
 
     var hasPendingOutput: Bool { outputOffset < output.count }
-    var isIdle: Bool { !waitingForHandler && !hasPendingOutput && !parser.isMidRequest }
 }
 
 /// An epoll loop on its own thread: accepts on its listener, reads, parses, dispatches, writes.
@@ -95,6 +84,9 @@ final class EventLoop {
     private var dateSecond = -1
     private var dateBytes: [UInt8] = []
     private var stopDeadline: UInt64?
+    private let timeouts: ConnectionStateMachine.Timeouts
+    /// The actions of the event being handled; one buffer reused for every event.
+    private var actions: [ConnectionAction] = []
 
     init(
         listenerFD: Int32, mailbox: LoopMailbox, router: Router, configuration: HTTPServerConfiguration,
@@ -110,6 +102,10 @@ final class EventLoop {
         self.configuration = configuration
         self.openConnections = openConnections
         self.recorder = RequestRecorder(router: router, statistics: statistics, accessLog: accessLog)
+        self.timeouts = ConnectionStateMachine.Timeouts(
+            request: UInt64(configuration.requestTimeout * 1e9), idle: UInt64(configuration.idleTimeout * 1e9),
+            write: UInt64(configuration.writeTimeout * 1e9))
+        actions.reserveCapacity(16)
         self.handlerPool = handlerPool
         do {
             try Posix.epollControl(fd, EPOLL_CTL_ADD, listenerFD, events: EPOLLIN.rawValue)
@@ -160,9 +156,11 @@ final class EventLoop {
     }
 
     private func modify(_ connection: Connection) {
+        // Not reading: neither input nor the peer's half-close is wanted (level-triggered, either
+        // would be reported again and again while a handler runs).
         let events =
-            (connection.readingStopped ? 0 : EPOLLIN.rawValue) | (connection.watchingWrites ? EPOLLOUT.rawValue : 0)
-            | EPOLLRDHUP.rawValue
+            (connection.readingStopped ? 0 : EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
+            | (connection.watchingWrites ? EPOLLOUT.rawValue : 0)
         do {
             try Posix.epollControl(epollFD, EPOLL_CTL_MOD, connection.fd, events: events)
         } catch {
@@ -195,14 +193,23 @@ final class EventLoop {
                 continue
             }
             nextGeneration += 1
-            let connection = Connection(fd: fd, generation: nextGeneration, limits: configuration.limits, now: now)
+            let connection = Connection(
+                fd: fd, generation: nextGeneration,
+                machine: ConnectionStateMachine(limits: configuration.limits, timeouts: timeouts, now: now))
             connection.peer = peer
             connections[fd] = connection
         }
     }
 
     private func handle(_ connection: Connection, flags: UInt32, now: UInt64) {
-        if flags & EPOLLOUT.rawValue != 0 { flush(connection, now: now) }
+        if connection.readingStopped, flags & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 {
+            close(connection)  // reset or gone both ways: no answer can reach it
+            return
+        }
+        if flags & EPOLLOUT.rawValue != 0 {
+            flush(connection, now: now)
+            perform(on: connection, now: now)
+        }
         guard connections[connection.fd] === connection else { return }
         if flags & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0,
             !connection.readingStopped
@@ -225,102 +232,92 @@ final class EventLoop {
             }
             guard let count = result else { break }
             if count == 0 {
-                // The peer closed its side: finish what is queued only if it still reads; a client
-                // that leaves mid-request gets nothing more.
-                if connection.isIdle || connection.parser.isMidRequest {
-                    close(connection)
-                } else {
-                    connection.readingStopped = true
-                    connection.closeAfterWrite = true
-                    modify(connection)
-                }
+                connection.machine.peerClosed(now: now, into: &actions)
+                perform(on: connection, now: now)
                 return
             }
-            if connection.requestStarted == nil { connection.requestStarted = now }
-            connection.lastActivity = now
-            readBuffer.withUnsafeBytes { connection.parser.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+            readBuffer.withUnsafeBytes {
+                connection.machine.received(UnsafeRawBufferPointer(rebasing: $0[0..<count]), now: now, into: &actions)
+            }
+            perform(on: connection, now: now)
+            guard connections[connection.fd] === connection, !connection.readingStopped else { return }
             total += count
             // A short read means the socket is drained; epoll is level-triggered, so reading again
             // only to hear EAGAIN would cost a system call per request.
             if count < readBuffer.count { break }
         }
-        process(connection, now: now)
     }
 
-    /// Answers buffered requests in order, one at a time, until one waits for its handler or data runs out.
-    private func process(_ connection: Connection, now: UInt64) {
-        while !connection.waitingForHandler && !connection.closeAfterWrite {
-            let event: HTTPParseEvent
-            do {
-                event = try connection.parser.next()
-            } catch {
-                connection.current = InFlight(method: "-", path: "-", started: connection.requestStarted ?? now)
-                respond(
-                    connection,
-                    ResponseWriter.error(
-                        error.status, code: ResponseWriter.errorCode(for: error.status), message: error.reason),
-                    keepAlive: false, includeBody: true, now: now
-                )
-                connection.readingStopped = true
-                break
-            }
-            switch event {
-            case .needMore:
-                if !connection.parser.isMidRequest { connection.requestStarted = nil }
+    /// Carries out what the connection's state machine decided, including what handlers answered
+    /// inline add to the list. `actions` is the loop's one reused buffer.
+    private func perform(on connection: Connection, now: UInt64) {
+        var index = 0
+        while index < actions.count {
+            let action = actions[index]
+            index += 1
+            switch action {
+            case .handle(let request):
+                dispatch(request, on: connection, now: now)
+            case .respond(let response, let keepAlive, let includeBody):
+                respond(connection, response, keepAlive: keepAlive, includeBody: includeBody)
+            case .sendContinue:
+                connection.output.append(contentsOf: Self.continueResponse)
+            case .flush:
                 flush(connection, now: now)
-                return
-            case .expectsContinue:
-                connection.output.append(contentsOf: "HTTP/1.1 100 Continue\r\n\r\n".utf8)
-            case .request(var request):
-                connection.current = InFlight(
-                    method: request.method, path: request.path, started: connection.requestStarted ?? now)
-                connection.requestStarted = connection.parser.isMidRequest ? now : nil
-                let keepAlive = request.keepAlive && mailbox.stopRequested.load(ordering: .relaxed) == false
-                let includeBody = request.method != "HEAD"
-                switch router.resolve(method: request.method, path: request.path) {
-                case .notFound:
-                    respond(
-                        connection, ResponseWriter.error(404, code: "not_found", message: "no such resource"),
-                        keepAlive: keepAlive, includeBody: includeBody, now: now
-                    )
-                case .methodNotAllowed(let allow):
-                    respond(
-                        connection,
-                        ResponseWriter.error(
-                            405, code: "method_not_allowed", message: "method not allowed on this resource",
-                            extraHeaders: [("Allow", allow.joined(separator: ", "))]
-                        ), keepAlive: keepAlive, includeBody: includeBody, now: now
-                    )
-                case .found(let handler, let parameters, let execution, let route):
-                    connection.current?.route = route
-                    request.pathParameters = parameters
-                    request.keepAlive = keepAlive
-                    switch execution {
-                    case .inline:
-                        respond(connection, handler(request), keepAlive: keepAlive, includeBody: includeBody, now: now)
-                    case .pool:
-                        // Only pooled handlers get ids: they do the work (writes, pushes) worth tracing;
-                        // inline answers come from memory and stay as cheap as possible.
-                        request.requestID = recorder.requestID(
-                            supplied: request.headers.first {
-                                HTTPRequestParser.equalsIgnoringCase($0.name, "x-request-id")
-                            }?.value)
-                        connection.current?.requestID = request.requestID
-                        request.clientAddress = Posix.ipv4Text(connection.peer)
-                        connection.waitingForHandler = true
-                        connection.pending = (keepAlive, includeBody)
-                        let mailbox = self.mailbox
-                        let fd = connection.fd
-                        let generation = connection.generation
-                        let finalRequest = request
-                        handlerPool.submit {
-                            mailbox.post(.init(fd: fd, generation: generation, response: handler(finalRequest)))
-                        }
-                    }
+            case .stopReading:
+                if !connection.readingStopped {
+                    connection.readingStopped = true
+                    modify(connection)
+                }
+            case .lingeringClose, .close:
+                if case .lingeringClose = action, connections[connection.fd] === connection {
+                    Posix.shutdownWriteAndDrain(connection.fd)
+                }
+                close(connection)
+                index = actions.count  // nothing follows a close
+            }
+        }
+        actions.removeAll(keepingCapacity: true)
+    }
+
+    private static let continueResponse = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+
+    /// Routes a request: answered inline, or handed to the handler pool with an id and the client's
+    /// address; the pool's answer comes back through the mailbox.
+    private func dispatch(_ request: HTTPRequest, on connection: Connection, now: UInt64) {
+        var request = request
+        switch router.resolve(method: request.method, path: request.path) {
+        case .notFound:
+            connection.machine.handlerFinished(
+                ResponseWriter.error(404, code: "not_found", message: "no such resource"), now: now, into: &actions)
+        case .methodNotAllowed(let allow):
+            connection.machine.handlerFinished(
+                ResponseWriter.error(
+                    405, code: "method_not_allowed", message: "method not allowed on this resource",
+                    extraHeaders: [("Allow", allow.joined(separator: ", "))]), now: now, into: &actions)
+        case .found(let handler, let parameters, let execution, let route):
+            connection.machine.inFlight?.route = route
+            request.pathParameters = parameters
+            switch execution {
+            case .inline:
+                connection.machine.handlerFinished(handler(request), now: now, into: &actions)
+            case .pool:
+                // Only pooled handlers get ids: they do the work (writes, pushes) worth tracing;
+                // inline answers come from memory and stay as cheap as possible.
+                request.requestID = recorder.requestID(
+                    supplied: request.headers.first {
+                        HTTPRequestParser.equalsIgnoringCase($0.name, "x-request-id")
+                    }?.value)
+                connection.machine.inFlight?.requestID = request.requestID
+                request.clientAddress = Posix.ipv4Text(connection.peer)
+                let (mailbox, fd, generation, finalRequest) = (
+                    self.mailbox, connection.fd, connection.generation, request
+                )
+                handlerPool.submit {
+                    mailbox.post(.init(fd: fd, generation: generation, response: handler(finalRequest)))
                 }
             }
         }
-        flush(connection, now: now)
     }
 
     private func deliverCompletions(now: UInt64) {
@@ -333,40 +330,33 @@ final class EventLoop {
             guard let connection = connections[completion.fd], connection.generation == completion.generation else {
                 continue  // the client left while its handler ran
             }
-            connection.waitingForHandler = false
-            let keepAlive =
-                connection.pending.keepAlive && !connection.closeAfterWrite
-                && !mailbox.stopRequested.load(ordering: .relaxed)
-            respond(
-                connection, completion.response, keepAlive: keepAlive, includeBody: connection.pending.includeBody,
-                now: now)
-            if connections[connection.fd] === connection { process(connection, now: now) }
+            connection.machine.handlerFinished(completion.response, now: now, into: &actions)
+            perform(on: connection, now: now)
         }
     }
 
-    private func respond(
-        _ connection: Connection, _ response: HTTPResponse, keepAlive: Bool, includeBody: Bool, now: UInt64
-    ) {
+    private func respond(_ connection: Connection, _ response: HTTPResponse, keepAlive: Bool, includeBody: Bool) {
         let second = Int(time(nil))
         if second != dateSecond {
             dateSecond = second
             dateBytes = ResponseWriter.httpDate(second)
         }
         let before = connection.output.count
+        let current = connection.machine.inFlight
         ResponseWriter.append(
             response, to: &connection.output, date: dateBytes, keepAlive: keepAlive, includeBody: includeBody,
-            requestID: connection.current?.requestID)
-        if !keepAlive { connection.closeAfterWrite = true }
-        if let current = connection.current {
+            requestID: current?.requestID)
+        if let current {
             recorder.answered(
                 current, status: response.status, bytes: connection.output.count - before,
                 at: Posix.monotonicNanoseconds())
         }
-        connection.current = nil
-        connection.lastActivity = now
+        connection.machine.inFlight = nil
     }
 
     private func flush(_ connection: Connection, now: UInt64) {
+        guard connections[connection.fd] === connection else { return }
+        var progressed = false
         while connection.hasPendingOutput {
             let written: Int?
             do {
@@ -378,6 +368,7 @@ final class EventLoop {
                 return
             }
             guard let written else {
+                if progressed { connection.machine.wrote(drained: false, now: now, into: &actions) }
                 if !connection.watchingWrites {
                     connection.watchingWrites = true
                     modify(connection)
@@ -385,7 +376,7 @@ final class EventLoop {
                 return
             }
             connection.outputOffset += written
-            connection.writeProgress = now
+            progressed = true
         }
         connection.output.removeAll(keepingCapacity: connection.output.capacity <= 64 * 1024)
         connection.outputOffset = 0
@@ -393,16 +384,7 @@ final class EventLoop {
             connection.watchingWrites = false
             modify(connection)
         }
-        if connection.closeAfterWrite && !connection.waitingForHandler {
-            lingeringClose(connection)
-        }
-    }
-
-    /// Half-closes and stops, so that a client still sending does not get a reset that destroys the
-    /// response it has not read yet.
-    private func lingeringClose(_ connection: Connection) {
-        Posix.shutdownWriteAndDrain(connection.fd)
-        close(connection)
+        connection.machine.wrote(drained: true, now: now, into: &actions)
     }
 
     private func close(_ connection: Connection) {
@@ -412,34 +394,15 @@ final class EventLoop {
         openConnections.value.wrappingSubtract(1, ordering: .relaxed)
     }
 
-    /// Closes what has been silent too long: slow requests (408), idle keep-alives, stalled writers.
+    /// Lets every connection's machine check its timeouts (408, idle keep-alives, stalled writers).
     private func sweep(now: UInt64) {
-        let request = UInt64(configuration.requestTimeout * 1e9)
-        let idle = UInt64(configuration.idleTimeout * 1e9)
-        let write = UInt64(configuration.writeTimeout * 1e9)
         for connection in Array(connections.values) {
-            if connection.hasPendingOutput {
-                if now - connection.writeProgress > write { close(connection) }
-            } else if let started = connection.requestStarted, connection.parser.isMidRequest,
-                !connection.waitingForHandler
-            {
-                if now - started > request {
-                    connection.current = InFlight(method: "-", path: "-", started: started)
-                    respond(
-                        connection,
-                        ResponseWriter.error(408, code: "request_timeout", message: "request not completed in time"),
-                        keepAlive: false, includeBody: true, now: now
-                    )
-                    connection.readingStopped = true
-                    flush(connection, now: now)
-                }
-            } else if connection.isIdle, now - connection.lastActivity > idle {
-                close(connection)
-            }
+            connection.machine.tick(now: now, into: &actions)
+            perform(on: connection, now: now)
         }
     }
 
-    /// Stops accepting, closes idle connections, and lets busy ones finish their current request.
+    /// Stops accepting; idle connections close, busy ones finish their current request.
     private func beginStop(now: UInt64) {
         guard stopDeadline == nil else { return }
         stopDeadline = now + UInt64(configuration.shutdownDeadline * 1e9)
@@ -447,8 +410,9 @@ final class EventLoop {
             Posix.close(listenerFD)
             self.listenerFD = nil
         }
-        for connection in Array(connections.values) where connection.isIdle {
-            close(connection)
+        for connection in Array(connections.values) {
+            connection.machine.stop(now: now, into: &actions)
+            perform(on: connection, now: now)
         }
     }
 }

@@ -234,7 +234,9 @@ package struct HTTPRequestParser {
                 }
             }
             scanned = max(position, buffer.count - 3)
-            if !buffer[position...].contains(0x0A) && bufferedByteCount > limits.maxRequestLineBytes {
+            // The request line is refused as soon as it is too long, complete or not.
+            let requestLineLength = buffer[position...].firstIndex(of: 0x0A).map { $0 - position - 1 }
+            if (requestLineLength ?? bufferedByteCount) > limits.maxRequestLineBytes {
                 throw HTTPParseError(
                     status: 414, reason: "request line longer than \(limits.maxRequestLineBytes) bytes")
             }

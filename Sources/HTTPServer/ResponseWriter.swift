@@ -1,4 +1,5 @@
 internal import Foundation
+internal import Telemetry
 
 /// Serialises responses: status line, `Date`, `Content-Length`, `Connection`, the handler's headers.
 enum ResponseWriter {
@@ -49,7 +50,7 @@ enum ResponseWriter {
     static func error(_ status: Int, code: String, message: String, extraHeaders: [(String, String)] = [])
         -> HTTPResponse
     {
-        let body = #"{"error":{"code":"\#(code)","message":"\#(message)"}}"#
+        let body = #"{"error":{"code":"# + Logger.quoted(code) + #","message":"# + Logger.quoted(message) + "}}"
         return HTTPResponse(
             status: status, headers: [("Content-Type", "application/json")] + extraHeaders, body: Array(body.utf8)
         )
