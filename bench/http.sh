@@ -38,10 +38,12 @@ for port in 18080 18081 18082 18083; do
 done
 # Two pairs, each with both servers in the same state: access logs off, and each server's default
 # access log on, written to a file (deliveryd's standard error, nginx's access_log).
-start_deliveryd() { # $1 port, $2 on|off, $3 log file
-    .build/release/deliveryd --listen "127.0.0.1:$1" --data-dir "$work/data-$1" --access-log "$2" 2>"$3" &
-    pids+=("$!")
-    echo "$!"
+# (Not in a command substitution: its subshell would run the EXIT trap and remove $work.)
+start_deliveryd() { # $1 port, $2 on|off, $3 log file; sets started_pid
+    .build/release/deliveryd --listen "127.0.0.1:$1" --data-dir "$work/data-$1" --access-log "$2" \
+        --admin-key "$admin_key" 2>"$3" &
+    started_pid=$!
+    pids+=("$started_pid")
 }
 start_nginx() { # $1 port, $2 access_log directive
     mkdir -p "$work/nginx-$1"
@@ -68,9 +70,11 @@ CONF
     nginx -c "$work/nginx-$1/nginx.conf" &
     pids+=("$!")
 }
-deliveryd_pid=$(start_deliveryd 18080 off /dev/null)
+admin_key="bench-admin-key-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+start_deliveryd 18080 off /dev/null
+deliveryd_pid=$started_pid
 start_nginx 18081 "access_log off;"
-deliveryd_logged_pid=$(start_deliveryd 18082 on "$work/deliveryd-access.log")
+start_deliveryd 18082 on "$work/deliveryd-access.log"
 start_nginx 18083 "access_log $work/nginx-18083/access.log;"
 
 for port in 18080 18081 18082 18083; do
@@ -107,7 +111,7 @@ for row in "deliveryd_off 18080" "nginx_off 18081" "deliveryd_log 18082" "nginx_
     printf "%-28s %10s %8s %8s\n" "$label" "${rps[$name]}" "$p50" "${p99[$name]}"
 done
 logged_lines=$(grep -c '"http.request"' "$work/deliveryd-access.log" || true)
-dropped=$(curl -fs "http://127.0.0.1:18082/metrics" | awk '/^deliveryd_log_lines_dropped_total/ { print $2 }')
+dropped=$(curl -fs -H "Authorization: Bearer $admin_key" "http://127.0.0.1:18082/metrics" | awk '/^deliveryd_log_lines_dropped_total/ { print $2 }')
 echo "deliveryd access-log lines written: $logged_lines, dropped: ${dropped:-0}"
 ratio=$(awk -v a="${rps[deliveryd_off]}" -v b="${rps[nginx_off]}" 'BEGIN { printf "%.2f", a / b }')
 log_ratio=$(awk -v a="${rps[deliveryd_log]}" -v b="${rps[nginx_log]}" 'BEGIN { printf "%.2f", a / b }')
