@@ -22,50 +22,32 @@ struct ConnectionStateMachineTests {
             now = UInt64(seconds * Double(second))
         }
 
-        mutating func receive(_ text: String) -> [String] {
+        /// Feeds one event and renders the actions it produced.
+        private mutating func run(
+            _ event: (inout ConnectionStateMachine, UInt64, inout [ConnectionAction]) -> Void
+        ) -> [String] {
             var actions: [ConnectionAction] = []
-            let bytes = Array(text.utf8)
-            let now = self.now
-            bytes.withUnsafeBytes { machine.received($0, now: now, into: &actions) }
+            event(&machine, now, &actions)
             return Self.render(actions)
+        }
+
+        mutating func receive(_ text: String) -> [String] {
+            let bytes = Array(text.utf8)
+            return run { machine, now, actions in
+                bytes.withUnsafeBytes { machine.received($0, now: now, into: &actions) }
+            }
         }
 
         mutating func answer(_ status: Int = 200) -> [String] {
-            var actions: [ConnectionAction] = []
-            machine.handlerFinished(HTTPResponse(status: status), now: now, into: &actions)
-            return Self.render(actions)
+            run { $0.handlerFinished(HTTPResponse(status: status), now: $1, into: &$2) }
         }
 
-        mutating func peerCloses() -> [String] {
-            var actions: [ConnectionAction] = []
-            machine.peerClosed(now: now, into: &actions)
-            return Self.render(actions)
-        }
-
-        mutating func written() -> [String] {
-            var actions: [ConnectionAction] = []
-            machine.wrote(drained: true, now: now, into: &actions)
-            return Self.render(actions)
-        }
-
+        mutating func peerCloses() -> [String] { run { $0.peerClosed(now: $1, into: &$2) } }
+        mutating func written() -> [String] { run { $0.wrote(drained: true, now: $1, into: &$2) } }
         /// Some bytes written, the rest waits for the socket.
-        mutating func writtenInPart() -> [String] {
-            var actions: [ConnectionAction] = []
-            machine.wrote(drained: false, now: now, into: &actions)
-            return Self.render(actions)
-        }
-
-        mutating func tick() -> [String] {
-            var actions: [ConnectionAction] = []
-            machine.tick(now: now, into: &actions)
-            return Self.render(actions)
-        }
-
-        mutating func stop() -> [String] {
-            var actions: [ConnectionAction] = []
-            machine.stop(now: now, into: &actions)
-            return Self.render(actions)
-        }
+        mutating func writtenInPart() -> [String] { run { $0.wrote(drained: false, now: $1, into: &$2) } }
+        mutating func tick() -> [String] { run { $0.tick(now: $1, into: &$2) } }
+        mutating func stop() -> [String] { run { $0.stop(now: $1, into: &$2) } }
 
         static func render(_ actions: [ConnectionAction]) -> [String] {
             actions.map { action in
