@@ -64,6 +64,8 @@ public final class PushWorker {
     private var heldCompletions: (completions: [PushCompletion], now: Date)?
     /// Environments whose credentials or topic APNs refused: nothing is sent to them meanwhile.
     private let pauses: EnvironmentPauses
+    /// Keeps the leases of the rows this worker holds alive while it sends and writes them.
+    private let leaseKeeper: LeaseKeeper
 
     /// - Parameters:
     ///   - tokens: the provider tokens of the default app's key; `nil` with a sender that needs none.
@@ -88,6 +90,11 @@ public final class PushWorker {
         self.configuration = configuration
         self.planner = PushPlanner(configuration: configuration.projection)
         self.owner = owner
+        self.leaseKeeper = LeaseKeeper(store: store, owner: owner, lease: configuration.lease, logger: logger)
+    }
+
+    deinit {
+        leaseKeeper.stop()
     }
 
     private struct Planned {
@@ -146,6 +153,7 @@ public final class PushWorker {
             try submit(held.completions, now: held.now)
         }
         try finishBookkeeping()
+        leaseKeeper.holding(false)
     }
 
     /// Waits for the last batch's outcomes to be written; rethrows the failure of that write.
@@ -166,6 +174,7 @@ public final class PushWorker {
             try submit(held.completions, now: held.now)
         }
         guard !items.isEmpty else { return 0 }
+        leaseKeeper.holding(true)
         let context = try store.pushBatchContext(for: items, highPrioritySince: now.addingTimeInterval(-3600))
         var completions: [PushCompletion] = []
         var planned: [Planned] = []
@@ -430,6 +439,40 @@ public final class PushWorker {
 }
 
 /// The error of the last background write, handed to the worker's next call.
+/// Moves the leases of the rows a worker holds (a batch in flight, or outcomes not written yet)
+/// forward every third of the lease, on a thread of its own, so that a batch slower than its lease (a
+/// loaded machine, a slow APNs) is not claimed again and pushed twice. A dead worker's rows still
+/// come back: nothing extends them any more.
+private final class LeaseKeeper: Sendable {
+    private let held = Atomic<Bool>(false)
+    private let stopped = Atomic<Bool>(false)
+    private let wake = DispatchSemaphore(value: 0)
+
+    init(store: any DeliveryStore, owner: String, lease: TimeInterval, logger: Logger) {
+        let interval = max(0.05, lease / 3)
+        let thread = Thread { [self] in
+            while !stopped.load(ordering: .relaxed) {
+                _ = wake.wait(timeout: .now() + interval)
+                guard !stopped.load(ordering: .relaxed), held.load(ordering: .relaxed) else { continue }
+                do {
+                    _ = try store.extendLeases(owner: owner, until: Date().addingTimeInterval(lease))
+                } catch {
+                    logger.warning("push.lease_extension_failed", ["error": .string("\(error)")])
+                }
+            }
+        }
+        thread.name = "pusher-leases"
+        thread.start()
+    }
+
+    func holding(_ value: Bool) { held.store(value, ordering: .relaxed) }
+
+    func stop() {
+        stopped.store(true, ordering: .relaxed)
+        wake.signal()
+    }
+}
+
 private final class FailureBox: Sendable {
     private let error = Mutex<(any Error)?>(nil)
 

@@ -1,6 +1,20 @@
 public import FoundationEssentials
 
 extension Database {
+    /// Moves the lease of every row `owner` is still sending to `until`; returns how many.
+    ///
+    /// A worker calls it while it holds rows (a batch in flight, or outcomes not written yet), so
+    /// that a batch slower than its lease is not claimed again and pushed twice. A worker that died
+    /// stops calling it, and its rows come back when their lease runs out.
+    public func extendLeases(owner: String, until: Date) throws(StorageError) -> Int {
+        try write { connection in
+            try connection.cached(
+                "UPDATE outbox SET lease_until = ? WHERE state = 'sending' AND lease_owner = ? AND lease_until < ?"
+            ).run([.integer(until.storageMilliseconds), .text(owner), .integer(until.storageMilliseconds)])
+            return connection.changes
+        }
+    }
+
     /// Claims up to `limit` due rows for `owner` until `now + lease`, oldest first.
     ///
     /// A row is due when it is pending and its time has come. A row whose lease ran out (its worker

@@ -51,6 +51,7 @@ public protocol DeliveryStore: Sendable {
     @discardableResult
     func completePushes(_ completions: [PushCompletion], now: Date) throws(StorageError) -> [Bool]
     func claimDue(owner: String, now: Date, lease: TimeInterval, limit: Int) throws(StorageError) -> [OutboxItem]
+    func extendLeases(owner: String, until: Date) throws(StorageError) -> Int
     func outboxDepth() throws(StorageError) -> (count: Int, oldestDue: Date?)
     func deadLetters(limit: Int) throws(StorageError) -> [DeadLetter]
     func replayDeadLetters(ids: [Int64]?, now: Date) throws(StorageError) -> Int

@@ -3,6 +3,7 @@ import Foundation
 import OrderDomain
 import Pusher
 import Storage
+import Synchronization
 import Telemetry
 import TestSupport
 import Testing
@@ -44,6 +45,56 @@ func drain(_ store: Database, with worker: PushWorker, within seconds: Double) a
 
 @Suite("Push worker: outbox to APNs simulator", .serialized)
 struct PushWorkerTests {
+    /// A batch slower than its lease (APNs answers after 8 s, the lease is 2 s) keeps its rows: the
+    /// worker's lease keeper moves the lease forward, so another worker claiming meanwhile gets
+    /// nothing, and the push goes out once. The rows are free again once the outcome is written.
+    @Test func aSlowBatchKeepsItsLease() async throws {
+        let directory = NSTemporaryDirectory() + "push-lease-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try Database.open(StorageConfiguration(dataDirectory: directory, synchronous: .normal))
+        let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
+        defer { simulator.stop() }
+        try simulator.script(["*": ["delay_ms": 8000]])
+        try queuePushes(1, numbered: "S", in: store, at: Date())
+        let (caFile, baseURL) = (simulator.caFile, simulator.baseURL)
+
+        let sending = Task.detached {
+            let worker = PushWorker(
+                store: store, sender: try APNsClient(caFile: caFile),
+                tokens: ProviderTokenCache(
+                    key: try P256SigningKey(pem: testKeyPEM), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
+                configuration: PusherConfiguration(developmentURL: baseURL, productionURL: baseURL, lease: 2),
+                owner: "slow-worker", logger: Logger(label: "test", minimumLevel: .error))
+            return try await worker.runOnce(now: Date())
+        }
+        // On a thread of its own (the worker blocks a pool thread in libcurl): wait until the batch is
+        // in flight, then past its original lease, and claim as another worker would.
+        let observed = Mutex<(early: Int, stolen: [Int64])?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let recordFile = simulator.directory + "/record.jsonl"
+        @Sendable func lines(_ path: String) -> Int {
+            ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").count
+        }
+        Thread {
+            defer { done.signal() }
+            let deadline = Date().addingTimeInterval(60)
+            while lines(recordFile + ".arrivals") == 0, Date() < deadline { usleep(20_000) }
+            sleep(3)
+            let early = lines(recordFile)
+            let stolen = (try? store.claimDue(owner: "other-worker", now: Date(), lease: 2, limit: 10)) ?? []
+            if lines(recordFile + ".arrivals") > 0 { observed.withLock { $0 = (early, stolen.map(\.id)) } }
+        }.start()
+
+        #expect(try await sending.value == 1)
+        done.wait()
+        let (early, stolen) = try #require(observed.withLock { $0 }, "the push never reached the simulator")
+        try #require(early == 0, "the answer came before the lease ran out: nothing was tested")
+        #expect(stolen.isEmpty, "another worker took a held row: \(stolen)")
+        #expect(try store.outboxDepth().count == 0)
+        #expect(try simulator.records().count == 1)
+        #expect(try store.pushLog(orderID: "o-0").map(\.httpStatus) == [200])
+    }
+
     /// A status change reaches the live activity as one update; a token APNs reports unregistered is
     /// removed; `delivered` ends the activity, and its token is gone afterwards; every attempt is logged.
     @Test func outboxDrainsIntoSimulator() async throws {
