@@ -69,6 +69,12 @@ struct SchemathesisTests {
                 "--exclude-checks", "missing_required_header",
                 "--max-examples", "15", "--seed", "20261203", "--no-color",
             ] + paths
+        // Its cache (stored failures, replayed first) goes to a fresh directory: every run the same cases,
+        // and nothing written into the repository.
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("schemathesis-" + UUID().uuidString)
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        process.currentDirectoryURL = scratch
         process.environment = [
             "HOME": NSTemporaryDirectory(),
             "SCHEMATHESIS_HOOKS": root.appendingPathComponent("Tests/schemathesis/hooks.py").path,
