@@ -68,24 +68,27 @@ struct PushWorkerTests {
             return try await worker.runOnce(now: Date())
         }
         // On a thread of its own (the worker blocks a pool thread in libcurl): wait until the batch is
-        // in flight, then past its original lease, and claim as another worker would.
+        // in flight (however long the worker waits for a pool thread: no deadline), then past its
+        // original lease, and claim as another worker would.
         let observed = Mutex<(early: Int, stolen: [Int64])?>(nil)
         let done = DispatchSemaphore(value: 0)
+        let workerFinished = Mutex(false)
         let recordFile = simulator.directory + "/record.jsonl"
         @Sendable func lines(_ path: String) -> Int {
             ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").count
         }
         Thread {
             defer { done.signal() }
-            let deadline = Date().addingTimeInterval(60)
-            while lines(recordFile + ".arrivals") == 0, Date() < deadline { usleep(20_000) }
+            while lines(recordFile + ".arrivals") == 0, !workerFinished.withLock({ $0 }) { usleep(20_000) }
             sleep(3)
             let early = lines(recordFile)
             let stolen = (try? store.claimDue(owner: "other-worker", now: Date(), lease: 2, limit: 10)) ?? []
             if lines(recordFile + ".arrivals") > 0 { observed.withLock { $0 = (early, stolen.map(\.id)) } }
         }.start()
 
-        #expect(try await sending.value == 1)
+        let sent = try await sending.value
+        workerFinished.withLock { $0 = true }
+        #expect(sent == 1)
         done.wait()
         let (early, stolen) = try #require(observed.withLock { $0 }, "the push never reached the simulator")
         try #require(early == 0, "the answer came before the lease ran out: nothing was tested")
