@@ -124,6 +124,8 @@ public final class PushWorker {
                     seenNotifications = await signal.wait(after: seenNotifications, timeout: idlePoll)
                 }
             } catch {
+                // The failed batch's rows are left to their leases, which must now run out.
+                leaseKeeper.holding(false)
                 onError(error)
                 try? await Task.sleep(for: .seconds(1))
             }
@@ -141,9 +143,14 @@ public final class PushWorker {
     /// - Throws: `StorageError` when the database fails (the rows' leases bring them back).
     @discardableResult
     public func runOnce(now: Date) async throws -> Int {
-        let count = try await runBatch(now: now, overlapBookkeeping: false)
-        try flushBookkeeping()
-        return count
+        do {
+            let count = try await runBatch(now: now, overlapBookkeeping: false)
+            try flushBookkeeping()
+            return count
+        } catch {
+            leaseKeeper.holding(false)  // the rows come back when their leases run out
+            throw error
+        }
     }
 
     /// Writes the outcomes still held back and waits for them; rethrows the failure of the write.
