@@ -152,6 +152,16 @@ extension DeliveryService {
             reader.number(state, "estimatedArrival", path: "contentState.estimatedArrival"),
             "contentState.estimatedArrival")
         let riderName = reader.string(state, "riderName", path: "contentState.riderName")
+        let remainingDistance = reader.integer(state, "remainingDistance", path: "contentState.remainingDistance")
+        if let remainingDistance, remainingDistance < 0 {
+            reader.fail("contentState.remainingDistance", "must not be negative")
+        }
+        var arriving = false
+        switch state["arriving"] {
+        case nil, .null?: break
+        case .bool(let value)?: arriving = value
+        case _?: reader.fail("contentState.arriving", "must be a boolean")
+        }
         if let stage, !(0...4).contains(stage) { reader.fail("contentState.stage", "must be 0 to 4") }
         if let progress, !(0...1).contains(progress) { reader.fail("contentState.progress", "must be 0 to 1") }
         // Seconds since 2001 within about a century either way: a date the server could ever have sent.
@@ -161,7 +171,8 @@ extension DeliveryService {
         guard let status, let stage, let progress, let label, let arrival, reader.issues.isEmpty else { return nil }
         let shown = ContentState(
             status: status.rawValue, stage: stage, progress: progress, statusText: label,
-            estimatedArrival: Date(timeIntervalSinceReferenceDate: arrival), riderName: riderName)
+            estimatedArrival: Date(timeIntervalSinceReferenceDate: arrival), riderName: riderName,
+            remainingDistance: remainingDistance, arriving: arriving)
         return ShownState(status: status, fingerprint: projector.fingerprint(shown))
     }
 

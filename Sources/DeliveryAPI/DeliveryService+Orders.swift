@@ -185,10 +185,16 @@ extension DeliveryService {
                 last4: reader.string(payment, "last4", path: "payment.last4")
             )
         }
+        let destination = reader.object(body, "destination").map { point in
+            OrderDraft.CoordinateDraft(
+                latitude: reader.number(point, "latitude", path: "destination.latitude"),
+                longitude: reader.number(point, "longitude", path: "destination.longitude"))
+        }
         return OrderDraft(
             number: reader.string(body, "number"), merchantName: reader.string(body, "merchantName"), items: items,
             customer: customer, address: reader.string(body, "address"), payment: payment,
-            estimatedArrival: reader.time(body, "estimatedArrival"), note: reader.string(body, "note")
+            estimatedArrival: reader.time(body, "estimatedArrival"), note: reader.string(body, "note"),
+            destination: destination
         )
     }
 }

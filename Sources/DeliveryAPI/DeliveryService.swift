@@ -21,6 +21,8 @@ public struct DeliveryServiceConfiguration: Sendable {
     /// How long after its order was delivered or cancelled a tracking token still opens it.
     public var trackingTokenLifetime: TimeInterval
     public var rateLimits: RateLimits
+    /// The least time between two pushes that a ride's positions cause to one order's activities.
+    public var ridePushInterval: TimeInterval
 
     /// - Parameters:
     ///   - projection: default `ProjectionConfiguration()`.
@@ -29,11 +31,14 @@ public struct DeliveryServiceConfiguration: Sendable {
     ///   - knownBundleIDs: default `nil`: any app.
     ///   - trackingTokenLifetime: default 7 days.
     ///   - rateLimits: default `RateLimits()`.
+    ///   - ridePushInterval: default 30 seconds.
     public init(
         projection: ProjectionConfiguration = ProjectionConfiguration(), defaultBundleID: String? = nil,
         idempotencyLifetime: TimeInterval = 86_400, knownBundleIDs: Set<String>? = nil,
-        trackingTokenLifetime: TimeInterval = 7 * 86_400, rateLimits: RateLimits = RateLimits()
+        trackingTokenLifetime: TimeInterval = 7 * 86_400, rateLimits: RateLimits = RateLimits(),
+        ridePushInterval: TimeInterval = 30
     ) {
+        self.ridePushInterval = ridePushInterval
         self.rateLimits = rateLimits
         self.trackingTokenLifetime = trackingTokenLifetime
         self.knownBundleIDs = knownBundleIDs
@@ -58,6 +63,8 @@ public struct DeliveryService: Sendable {
     let registry: MetricsRegistry
     let metrics: APIMetrics
     let limiters: Limiters
+    /// Riders' positions between two stores of their rides.
+    public let rides: RideTracker
 
     /// The buckets behind `configuration.rateLimits`.
     struct Limiters: Sendable {
@@ -88,7 +95,8 @@ public struct DeliveryService: Sendable {
         self.clock = clock
         self.registry = registry
         self.logger = logger
-        self.metrics = APIMetrics(registry: registry, store: store)
+        self.rides = RideTracker(projector: projector, interval: configuration.ridePushInterval)
+        self.metrics = APIMetrics(registry: registry, store: store, rides: rides)
         let limits = configuration.rateLimits
         self.limiters = Limiters(
             failuresByAddress: RateLimiter(limits.failedAuthenticationsPerAddress),
@@ -118,6 +126,8 @@ public struct DeliveryService: Sendable {
         route(&router, "PATCH", "/v1/orders/{id}/eta", idempotent: true, changeEstimatedArrival)
         route(&router, "PUT", "/v1/orders/{id}/rider", idempotent: true, assignRider)
         route(&router, "GET", "/v1/orders/{id}/live-activity", showLiveActivity)
+        route(&router, "POST", "/v1/orders/{id}/position", postOrderPosition)
+        route(&router, "POST", "/v1/riders/{riderId}/position", postRiderPosition)
         route(&router, "POST", "/v1/orders/{id}/tracking-token", reissueTrackingToken)
         route(&router, "GET", "/v1/orders/{id}/pushes", showPushes)
         route(&router, "PUT", "/v1/orders/{id}/activities/{activityId}", idempotent: true, registerActivity)

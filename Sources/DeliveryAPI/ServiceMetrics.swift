@@ -11,8 +11,19 @@ struct APIMetrics: Sendable {
     let ordersCreated: Counter
     let activityEvents: Counter
     let rateLimited: Counter
+    let positions: Counter
+    let ridesStored: Counter
+    let ridePushesQueued: Counter
 
-    init(registry: MetricsRegistry, store: any DeliveryStore) {
+    init(registry: MetricsRegistry, store: any DeliveryStore, rides: RideTracker) {
+        positions = registry.counter(
+            "deliveryd_rider_positions_total",
+            help: "Rider positions received, by outcome (accepted, out_of_order, inaccurate).", labels: ["outcome"])
+        ridesStored = registry.counter(
+            "deliveryd_ride_stores_total", help: "Ride states stored from positions (each coalesces many).")
+        ridePushesQueued = registry.counter(
+            "deliveryd_ride_pushes_queued_total", help: "Pushes queued because a ride changed what the customer sees.")
+        let tracked = registry.gauge("deliveryd_rides_tracked", help: "Rides whose positions are kept in memory.")
         transitions = registry.counter(
             "deliveryd_order_transitions_total", help: "Applied status changes, by from and to status.",
             labels: ["from", "to"])
@@ -29,6 +40,7 @@ struct APIMetrics: Sendable {
         let dead = registry.gauge("deliveryd_dead_letters", help: "Pushes kept as dead letters.")
         registry.addCollector {
             let now = Date()
+            tracked.set(Double(rides.count))
             if let counts = try? store.orderCountsByStatus() {
                 orders.replaceAll(OrderStatus.allCases.map { ([$0.rawValue], Double(counts[$0] ?? 0)) })
             }

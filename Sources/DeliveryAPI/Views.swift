@@ -27,6 +27,7 @@ enum Views {
                 "last4": .optional(order.payment.last4),
             ]),
             "note": .optional(order.note),
+            "destination": order.destination.map(coordinate) ?? .null,
         ]
         members.merge(progress(order)) { own, _ in own }
         return .object(members)
@@ -61,6 +62,7 @@ enum Views {
         if open {
             members["address"] = .string(order.address)
             members["note"] = .optional(order.note)
+            members["destination"] = order.destination.map(coordinate) ?? .null
         }
         return .object(members)
     }
@@ -78,7 +80,22 @@ enum Views {
             } ?? .null,
         ]
         if let cancelledAt = order.cancelledAt { members["cancelledAt"] = .string(cancelledAt.rawValue) }
+        members["ride"] = order.tracking.map(ride) ?? .null
         return members
+    }
+
+    static func coordinate(_ point: Coordinate) -> JSONValue {
+        .object(["latitude": .number(point.latitude), "longitude": .number(point.longitude)])
+    }
+
+    /// What staff see of a ride: when the rider was last heard of, how far and how soon as the
+    /// server reckons it. Never the rider's coordinates: the server does not keep them.
+    private static func ride(_ tracking: DeliveryTracking) -> JSONValue {
+        .object([
+            "positionAt": .time(tracking.positionAt),
+            "remainingDistance": tracking.remainingDistance.map { .number(($0 / 100).rounded() * 100) } ?? .null,
+            "estimatedArrival": .time(tracking.estimatedArrival),
+        ])
     }
 
     /// What a customer may see: the Live Activity projection and nothing else.

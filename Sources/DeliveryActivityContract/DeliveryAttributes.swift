@@ -35,18 +35,24 @@ public struct DeliveryAttributes: Codable, Hashable, Sendable {
         public var status: String
         /// 0…4; a cancelled order keeps the stage it was cancelled at.
         public var stage: Int
-        /// 0…1, for the progress bar.
+        /// 0…1, for the progress bar; while delivering with a known distance it moves from 0.75
+        /// towards 0.99 as the rider comes closer.
         public var progress: Double
         /// A short label in the order's language, at most 24 characters.
         public var statusText: String
-        /// Rounded to the minute.
+        /// Rounded to the minute; while delivering with a known distance, from the rider's speed.
         public var estimatedArrival: Date
         /// The rider's first name, once a rider is assigned.
         public var riderName: String?
+        /// Metres left to the door as the crow flies, a multiple of 100, while delivering; `nil`
+        /// when unknown and once `arriving` (never anything finer: it says where a person is).
+        public var remainingDistance: Int?
+        /// The rider is a few hundred metres away or less: show "arriving", not a distance.
+        public var arriving: Bool
 
         public init(
             status: String, stage: Int, progress: Double, statusText: String, estimatedArrival: Date,
-            riderName: String?
+            riderName: String?, remainingDistance: Int? = nil, arriving: Bool = false
         ) {
             self.status = status
             self.stage = stage
@@ -54,6 +60,39 @@ public struct DeliveryAttributes: Codable, Hashable, Sendable {
             self.statusText = statusText
             self.estimatedArrival = estimatedArrival
             self.riderName = riderName
+            self.remainingDistance = remainingDistance
+            self.arriving = arriving
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case status, stage, progress, statusText, estimatedArrival, riderName, remainingDistance, arriving
+        }
+
+        /// `arriving` is sent only when true and `remainingDistance` only when known, so that the
+        /// pushes of orders without a ride stay as small as before and an app built before these
+        /// fields, or a server that does not send them, decodes as it did.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            status = try container.decode(String.self, forKey: .status)
+            stage = try container.decode(Int.self, forKey: .stage)
+            progress = try container.decode(Double.self, forKey: .progress)
+            statusText = try container.decode(String.self, forKey: .statusText)
+            estimatedArrival = try container.decode(Date.self, forKey: .estimatedArrival)
+            riderName = try container.decodeIfPresent(String.self, forKey: .riderName)
+            remainingDistance = try container.decodeIfPresent(Int.self, forKey: .remainingDistance)
+            arriving = try container.decodeIfPresent(Bool.self, forKey: .arriving) ?? false
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(status, forKey: .status)
+            try container.encode(stage, forKey: .stage)
+            try container.encode(progress, forKey: .progress)
+            try container.encode(statusText, forKey: .statusText)
+            try container.encode(estimatedArrival, forKey: .estimatedArrival)
+            try container.encodeIfPresent(riderName, forKey: .riderName)
+            try container.encodeIfPresent(remainingDistance, forKey: .remainingDistance)
+            if arriving { try container.encode(true, forKey: .arriving) }
         }
 
         /// The status as a case this version knows, `nil` for one a newer server sent.

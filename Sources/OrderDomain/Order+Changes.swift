@@ -127,3 +127,24 @@ extension Principal {
         }
     }
 }
+
+extension Order {
+    /// Whether a principal may post the rider's position for this order.
+    ///
+    /// Only the assigned rider knows where the rider is; the merchant and admins see the ride through
+    /// the order. Checked before the position's fields; a closed order is checked after them.
+    /// - Throws: `not_found` (not the assigned rider, nor anyone who may see the order), `forbidden`.
+    public func checkPositionAllowed(for principal: Principal) throws(OrderError) {
+        guard isVisible(to: principal) else { throw OrderError(.notFound, "order not found") }
+        guard case .rider = principal else {
+            throw OrderError(.forbidden, "only the order's rider posts positions")
+        }
+    }
+
+    /// - Throws: `order_closed` once the order is delivered or cancelled: the ride is over.
+    public func checkOpenForPositions() throws(OrderError) {
+        guard !status.isTerminal else {
+            throw OrderError(.orderClosed, "order is \(status.rawValue)", currentStatus: status)
+        }
+    }
+}

@@ -20,6 +20,11 @@ public struct Order: Sendable, Hashable {
     public internal(set) var cancelledAt: OrderStatus?
     public internal(set) var estimatedArrival: Date
     public internal(set) var rider: Rider?
+    /// Where the order goes, if the merchant gave coordinates. Private, like `address`: it only
+    /// turns the rider's positions into a remaining distance.
+    public let destination: Coordinate?
+    /// The ride so far, from the rider's positions while the order is on its way.
+    public internal(set) var tracking: DeliveryTracking?
     public let createdAt: Date
     public internal(set) var updatedAt: Date
 
@@ -39,7 +44,9 @@ public struct Order: Sendable, Hashable {
         estimatedArrival: Date,
         rider: Rider?,
         createdAt: Date,
-        updatedAt: Date
+        updatedAt: Date,
+        destination: Coordinate? = nil,
+        tracking: DeliveryTracking? = nil
     ) {
         self.id = id
         self.merchantID = merchantID
@@ -56,7 +63,23 @@ public struct Order: Sendable, Hashable {
         self.rider = rider
         self.createdAt = createdAt
         self.updatedAt = updatedAt
+        self.destination = destination
+        self.tracking = tracking
     }
+
+    /// The order as it would look with this ride: what the projection shows of a position before it
+    /// is stored.
+    public func tracked(_ tracking: DeliveryTracking?) -> Order {
+        var order = self
+        order.tracking = tracking
+        return order
+    }
+
+    /// Whether a position of its rider means anything: a rider is assigned and the order is open.
+    public var acceptsPositions: Bool { rider != nil && !status.isTerminal }
+
+    /// The destination while the order is `delivering`: only then does a position measure the ride.
+    public var rideDestination: Coordinate? { status == .delivering ? destination : nil }
 
     /// The step shown on the progress bar, 0…4; a cancelled order keeps the step it was cancelled at.
     public var stage: Int {

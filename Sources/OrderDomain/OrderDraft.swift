@@ -40,6 +40,17 @@ public struct OrderDraft: Sendable, Hashable {
         }
     }
 
+    /// The destination's coordinates, in degrees.
+    public struct CoordinateDraft: Sendable, Hashable {
+        public var latitude: Double?
+        public var longitude: Double?
+
+        public init(latitude: Double?, longitude: Double?) {
+            self.latitude = latitude
+            self.longitude = longitude
+        }
+    }
+
     public var number: String?
     public var merchantName: String?
     public var items: [Item]?
@@ -48,6 +59,8 @@ public struct OrderDraft: Sendable, Hashable {
     public var payment: PaymentDraft?
     public var estimatedArrival: Date?
     public var note: String?
+    /// Optional: with it, the rider's positions show a remaining distance and a live ETA.
+    public var destination: CoordinateDraft?
 
     public init(
         number: String?,
@@ -57,7 +70,8 @@ public struct OrderDraft: Sendable, Hashable {
         address: String?,
         payment: PaymentDraft?,
         estimatedArrival: Date?,
-        note: String?
+        note: String?,
+        destination: CoordinateDraft? = nil
     ) {
         self.number = number
         self.merchantName = merchantName
@@ -67,6 +81,7 @@ public struct OrderDraft: Sendable, Hashable {
         self.payment = payment
         self.estimatedArrival = estimatedArrival
         self.note = note
+        self.destination = destination
     }
 
     /// Checks every field and builds the placed order with its `created` event.
@@ -92,6 +107,7 @@ public struct OrderDraft: Sendable, Hashable {
         let payment = validatedPayment(&check)
         let eta = check.estimatedArrival(estimatedArrival, "estimatedArrival", createdAt: now, now: now)
         let note = check.optionalText(note, "note", length: OrderLimits.noteLength)
+        let destination = validatedDestination(&check)
         try check.finish()
 
         guard let number, let merchantName, let items, let customer, let address, let payment, let eta else {
@@ -100,7 +116,8 @@ public struct OrderDraft: Sendable, Hashable {
         let order = Order(
             id: id, merchantID: merchantID, number: number, merchantName: merchantName, items: items,
             customer: customer, address: address, payment: payment, note: note.flatMap { $0.isEmpty ? nil : $0 },
-            status: .placed, cancelledAt: nil, estimatedArrival: eta, rider: nil, createdAt: now, updatedAt: now
+            status: .placed, cancelledAt: nil, estimatedArrival: eta, rider: nil, createdAt: now, updatedAt: now,
+            destination: destination
         )
         let event = OrderEvent(
             orderID: id, kind: .created, from: .placed, to: .placed, actor: principal.auditLabel, at: now, reason: nil
@@ -153,6 +170,32 @@ public struct OrderDraft: Sendable, Hashable {
         let locale = check.locale(customer.locale, "customer.locale")
         guard let id, let name, let phone, let locale else { return nil }
         return Customer(id: id, name: name, phone: phone, locale: locale)
+    }
+
+    private func validatedDestination(_ check: inout FieldChecker) -> Coordinate? {
+        guard let destination else { return nil }
+        // The messages name the rule, never the value: a destination is an address.
+        var valid = true
+        if let latitude = destination.latitude {
+            if !(latitude.isFinite && abs(latitude) <= 90) {
+                check.fail("destination.latitude", "must be a number from -90 to 90")
+                valid = false
+            }
+        } else {
+            check.fail("destination.latitude", "is required")
+            valid = false
+        }
+        if let longitude = destination.longitude {
+            if !(longitude.isFinite && abs(longitude) <= 180) {
+                check.fail("destination.longitude", "must be a number from -180 to 180")
+                valid = false
+            }
+        } else {
+            check.fail("destination.longitude", "is required")
+            valid = false
+        }
+        guard valid, let latitude = destination.latitude, let longitude = destination.longitude else { return nil }
+        return Coordinate(latitude: latitude, longitude: longitude)
     }
 
     private func validatedPayment(_ check: inout FieldChecker) -> Payment? {

@@ -15,6 +15,12 @@ public enum OrderLimits {
     public static let estimatedArrivalHorizon: TimeInterval = 48 * 3600
     /// How far before the order's creation an ETA may lie, for clocks that disagree a little.
     public static let estimatedArrivalSkew: TimeInterval = 10 * 60
+    /// The accuracy radius a position may state, in metres.
+    public static let positionAccuracy: ClosedRange<Double> = 0...10_000
+    /// How far ahead of the server's clock a position's `recordedAt` may lie.
+    public static let positionClockSkew: TimeInterval = 30
+    /// How old a position may be when it arrives: older ones say where the rider was, not is.
+    public static let positionMaximumAge: TimeInterval = 300
     /// The payment methods the API accepts.
     public static let paymentMethods: Set<String> = ["card", "cash", "wallet", "voucher", "other"]
 

@@ -97,6 +97,12 @@ struct JSONWriter {
         needsComma = true
     }
 
+    mutating func boolean(_ value: Bool) {
+        separate()
+        bytes.append(contentsOf: (value ? "true" : "false").utf8)
+        needsComma = true
+    }
+
     /// Whole numbers without a fraction (`1`, not `1.0`); others in Swift's shortest round-trip form.
     mutating func number(_ value: Double) {
         precondition(value.isFinite, "JSON has no representation for \(value)")

@@ -4,9 +4,11 @@ public import OrderDomain
 
 /// Maps an order to what its Live Activity shows, and nothing more.
 ///
-/// The projection is a whitelist: it reads the status, stage, ETA, the merchant's name and number and
-/// the rider's name, scrubs every piece of free text, and never touches the customer, address,
-/// payment or notes, so no change elsewhere can leak them.
+/// The projection is a whitelist: it reads the status, stage, ETA, the merchant's name and number,
+/// the rider's name and the ride's remaining distance, scrubs every piece of free text, and never
+/// touches the customer, address, destination, payment or notes, so no change elsewhere can leak them.
+/// Of the ride it shows a distance rounded to `distanceRounding` and nothing below `arrivingDistance`;
+/// the rider's coordinates never reach it.
 public struct LiveActivityProjector: Sendable {
     public let configuration: ProjectionConfiguration
 
@@ -16,7 +18,7 @@ public struct LiveActivityProjector: Sendable {
 
     /// The dynamic state for an order, in the customer's language.
     public func contentState(for order: Order) -> ContentState {
-        ContentState(
+        var state = ContentState(
             status: order.status.rawValue,
             stage: order.stage,
             progress: Double(order.stage) / 4,
@@ -24,6 +26,30 @@ public struct LiveActivityProjector: Sendable {
             estimatedArrival: roundedEstimatedArrival(order.estimatedArrival),
             riderName: order.rider.flatMap { firstName(of: $0.name) }
         )
+        if order.status == .delivering, let ride = order.tracking, let distance = ride.remainingDistance {
+            applyRide(distance: distance, initialDistance: ride.initialDistance, to: &state)
+            if let eta = ride.estimatedArrival { state.estimatedArrival = roundedEstimatedArrival(eta) }
+        }
+        return state
+    }
+
+    /// The distance as shown (rounded, or `arriving`) and the progress measured by that shown
+    /// distance, so that the progress moves only when the distance does.
+    private func applyRide(distance: Double, initialDistance: Double?, to state: inout ContentState) {
+        let shown: Double
+        if distance < configuration.arrivingDistance {
+            state.arriving = true
+            shown = 0
+        } else {
+            let step = max(1, configuration.distanceRounding)
+            let rounded = max(step, (distance / step).rounded() * step)
+            state.remainingDistance = Int(rounded)
+            shown = rounded
+        }
+        guard let initialDistance, initialDistance > 0 else { return }
+        let done = min(1, max(0, 1 - shown / initialDistance))
+        // From the delivering stage's 0.75 to 0.99: only `delivered` fills the bar.
+        state.progress = ((0.75 + 0.24 * done) * 100).rounded() / 100
     }
 
     /// The static attributes, sent once when the activity starts; `orderId` lets an app woken by a
@@ -70,10 +96,18 @@ public struct LiveActivityProjector: Sendable {
 
     func write(_ state: ContentState, into writer: inout JSONWriter) {
         writer.beginObject()
+        if state.arriving {
+            writer.key("arriving")
+            writer.boolean(true)
+        }
         writer.key("estimatedArrival")
         writer.integer(encodedDate(state.estimatedArrival))
         writer.key("progress")
         writer.number(state.progress)
+        if let remainingDistance = state.remainingDistance {
+            writer.key("remainingDistance")
+            writer.integer(Int64(remainingDistance))
+        }
         if let riderName = state.riderName {
             writer.key("riderName")
             writer.string(riderName)

@@ -16,6 +16,11 @@ public struct ProjectionConfiguration: Sendable, Hashable {
     public var highPriorityBudgetPerHour: Int
     /// ETAs are rounded to this many seconds, so that a move of a few seconds pushes nothing.
     public var estimatedArrivalRounding: TimeInterval
+    /// The remaining distance is shown in steps of this many metres, so that it says roughly how far
+    /// the rider is and never where.
+    public var distanceRounding: Double
+    /// Below this many metres the activity says `arriving` and shows no distance at all.
+    public var arrivingDistance: Double
     /// Longest merchant name shown, in characters; longer ones are cut with `…`.
     public var merchantNameLimit: Int
     /// Longest rider first name shown.
@@ -30,6 +35,7 @@ public struct ProjectionConfiguration: Sendable, Hashable {
     ///   - activityLifetime: default 8 hours, as iOS enforces.
     ///   - highPriorityBudgetPerHour: default 6.
     ///   - estimatedArrivalRounding: default 60 seconds.
+    ///   - distanceRounding: default 100 m; `arrivingDistance` 200 m.
     ///   - merchantNameLimit: default 40; `riderNameLimit` 20; `orderNumberLimit` 32.
     public init(
         staleGrace: TimeInterval = 15 * 60,
@@ -38,6 +44,8 @@ public struct ProjectionConfiguration: Sendable, Hashable {
         activityLifetime: TimeInterval = 8 * 3600,
         highPriorityBudgetPerHour: Int = 6,
         estimatedArrivalRounding: TimeInterval = 60,
+        distanceRounding: Double = 100,
+        arrivingDistance: Double = 200,
         merchantNameLimit: Int = 40,
         riderNameLimit: Int = 20,
         orderNumberLimit: Int = 32
@@ -48,6 +56,8 @@ public struct ProjectionConfiguration: Sendable, Hashable {
         self.activityLifetime = activityLifetime
         self.highPriorityBudgetPerHour = highPriorityBudgetPerHour
         self.estimatedArrivalRounding = estimatedArrivalRounding
+        self.distanceRounding = distanceRounding
+        self.arrivingDistance = arrivingDistance
         self.merchantNameLimit = merchantNameLimit
         self.riderNameLimit = riderNameLimit
         self.orderNumberLimit = orderNumberLimit

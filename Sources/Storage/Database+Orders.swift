@@ -11,8 +11,14 @@ extension Database {
     static let orderColumns = """
         id, merchant_id, number, merchant_name, items_json, customer_id, customer_name, customer_phone,
         customer_locale, address, payment_method, payment_brand, payment_last4, note, status, cancelled_at_status,
-        estimated_arrival, rider_id, rider_name, rider_phone, created_at, updated_at
+        estimated_arrival, rider_id, rider_name, rider_phone, created_at, updated_at, destination_latitude,
+        destination_longitude, ride_position_at, ride_remaining_m, ride_initial_m, ride_eta
         """
+
+    /// The INSERT of a whole order row (`orderColumns` and its tracking token's hash).
+    static let insertOrder =
+        "INSERT INTO orders (\(orderColumns), tracking_token_hash) VALUES ("
+        + Array(repeating: "?", count: orderColumns.split(separator: ",").count + 1).joined(separator: ", ") + ")"
 
     /// Stores a new order with its `created` event, and queues a `start` push for every push-to-start
     /// device of the merchant's customer, in one transaction.
@@ -29,9 +35,8 @@ extension Database {
             .firstRow([.text(order.merchantID), .text(order.number)], Self.decodeOrder) {
                 return .existing(existing)
             }
-            try connection.cached(
-                "INSERT INTO orders (\(Self.orderColumns), tracking_token_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            ).run(Self.encode(order) + [trackingTokenHash.map(SQLiteValue.text) ?? .null])
+            try connection.cached(Self.insertOrder).run(
+                Self.encode(order) + [trackingTokenHash.map(SQLiteValue.text) ?? .null])
             let eventID = try Self.insert(event, requestID: requestID, connection)
             // Only this merchant's devices of this customer: customer ids are the merchant's own names.
             let devices = try connection.cached(
@@ -50,10 +55,63 @@ extension Database {
 
     /// Reads an order, private fields included.
     public func order(id: String) throws(StorageError) -> Order? {
+        try order(id: id, includingItems: true)
+    }
+
+    /// Reads an order; without its items for readers that never show them (a position, the pusher):
+    /// decoding the items' JSON is most of the cost of reading an order.
+    public func order(id: String, includingItems: Bool) throws(StorageError) -> Order? {
         try read { connection in
-            try connection.cached("SELECT \(Self.orderColumns) FROM orders WHERE id = ?").firstRow(
-                [.text(id)], Self.decodeOrder)
+            try connection.cached("SELECT \(Self.orderColumns) FROM orders WHERE id = ?").firstRow([.text(id)]) {
+                try Self.decodeOrder($0, withItems: includingItems)
+            }
         }
+    }
+
+    /// The open orders assigned to a rider, without their items, oldest first: what one position of
+    /// that rider moves.
+    public func openOrders(riderID: String, limit: Int) throws(StorageError) -> [Order] {
+        try read { connection in
+            try connection.cached(
+                """
+                SELECT \(Self.orderColumns) FROM orders
+                WHERE rider_id = ? AND status NOT IN ('delivered', 'cancelled') ORDER BY created_at, id LIMIT ?
+                """
+            ).rows([.text(riderID), .integer(Int64(limit))]) { try Self.decodeOrder($0, withItems: false) }
+        }
+    }
+
+    /// Stores what positions told of some rides, in one transaction, and queues a push to every live
+    /// activity of the orders whose shown state changed; an order closed meanwhile is left alone.
+    /// - Returns: the pushes queued.
+    public func recordRides(_ updates: [RideUpdate], now: Date) throws(StorageError) -> Int {
+        guard !updates.isEmpty else { return 0 }
+        return try write { connection in
+            var queued = 0
+            for update in updates {
+                try connection.cached(
+                    """
+                    UPDATE orders SET ride_position_at = ?, ride_remaining_m = ?, ride_initial_m = ?, ride_eta = ?
+                    WHERE id = ? AND status NOT IN ('delivered', 'cancelled')
+                    """
+                ).run(Self.rideValues(update.tracking) + [.text(update.orderID)])
+                guard update.queuesPushes, connection.changes > 0 else { continue }
+                for activity in try Self.liveActivityIDs(orderID: update.orderID, connection) {
+                    try Self.enqueue(
+                        orderID: update.orderID, eventID: nil, target: .activity(activityID: activity), now: now,
+                        requestID: nil, connection)
+                    queued += 1
+                }
+            }
+            return queued
+        }
+    }
+
+    /// The activities of an order that a push can reach.
+    static func liveActivityIDs(orderID: String, _ connection: SQLiteConnection) throws -> [String] {
+        try connection.cached(
+            "SELECT activity_id FROM activities WHERE order_id = ? AND ended_at IS NULL AND push_token != ''"
+        ).rows([.text(orderID)]) { $0.text(0) ?? "" }
     }
 
     /// Gives an order a new tracking token (its hash): the old token stops working with this commit.
@@ -106,9 +164,7 @@ extension Database {
                 .integer(order.updatedAt.storageMilliseconds), .text(order.id),
             ])
             let eventID = try Self.insert(event, requestID: requestID, connection)
-            let activities = try connection.cached(
-                "SELECT activity_id FROM activities WHERE order_id = ? AND ended_at IS NULL AND push_token != ''"
-            ).rows([.text(order.id)]) { $0.text(0) ?? "" }
+            let activities = try Self.liveActivityIDs(orderID: order.id, connection)
             for activity in activities {
                 try Self.enqueue(
                     orderID: order.id, eventID: eventID, target: .activity(activityID: activity), now: now,
@@ -220,7 +276,17 @@ extension Database {
             order.cancelledAt.map { .text($0.rawValue) } ?? .null, .integer(order.estimatedArrival.storageMilliseconds),
             order.rider.map { .text($0.id) } ?? .null, order.rider.map { .text($0.name) } ?? .null,
             order.rider?.phone.map(SQLiteValue.text) ?? .null, .integer(order.createdAt.storageMilliseconds),
-            .integer(order.updatedAt.storageMilliseconds),
+            .integer(order.updatedAt.storageMilliseconds), order.destination.map { .real($0.latitude) } ?? .null,
+            order.destination.map { .real($0.longitude) } ?? .null,
+        ] + rideValues(order.tracking)
+    }
+
+    /// `ride_position_at, ride_remaining_m, ride_initial_m, ride_eta`.
+    static func rideValues(_ ride: DeliveryTracking?) -> [SQLiteValue] {
+        [
+            ride.map { .integer($0.positionAt.storageMilliseconds) } ?? .null,
+            ride?.remainingDistance.map(SQLiteValue.real) ?? .null, ride?.initialDistance.map(SQLiteValue.real) ?? .null,
+            ride?.estimatedArrival.map { .integer($0.storageMilliseconds) } ?? .null,
         ]
     }
 
@@ -248,8 +314,31 @@ extension Database {
             estimatedArrival: Date(storageMilliseconds: row.int(16) ?? 0),
             rider: row.text(17).map { Rider(id: $0, name: row.text(18) ?? "", phone: row.text(19)) },
             createdAt: Date(storageMilliseconds: row.int(20) ?? 0),
-            updatedAt: Date(storageMilliseconds: row.int(21) ?? 0)
+            updatedAt: Date(storageMilliseconds: row.int(21) ?? 0),
+            destination: row.double(22).flatMap { latitude in
+                row.double(23).map { Coordinate(latitude: latitude, longitude: $0) }
+            },
+            tracking: row.int(24).map { at in
+                DeliveryTracking(
+                    positionAt: Date(storageMilliseconds: at), remainingDistance: row.double(25),
+                    initialDistance: row.double(26),
+                    estimatedArrival: row.int(27).map(Date.init(storageMilliseconds:)))
+            }
         )
+    }
+}
+
+/// What the positions of one ride changed, to store.
+public struct RideUpdate: Sendable, Hashable {
+    public let orderID: String
+    public let tracking: DeliveryTracking
+    /// Whether the customer's activity shows something new: then its live activities get a push.
+    public let queuesPushes: Bool
+
+    public init(orderID: String, tracking: DeliveryTracking, queuesPushes: Bool) {
+        self.orderID = orderID
+        self.tracking = tracking
+        self.queuesPushes = queuesPushes
     }
 }
 
@@ -273,9 +362,7 @@ extension Database {
             let batch = orders[start..<min(orders.count, start + batchSize)]
             try write { connection in
                 for (order, event) in batch {
-                    try connection.cached(
-                        "INSERT INTO orders (\(Self.orderColumns), tracking_token_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                    ).run(Self.encode(order) + [.text("bulk-" + order.id)])
+                    try connection.cached(Self.insertOrder).run(Self.encode(order) + [.text("bulk-" + order.id)])
                     _ = try Self.insert(event, connection)
                     for index in 0..<activitiesPerOrder {
                         try connection.cached(

@@ -11,6 +11,9 @@ public protocol DeliveryStore: Sendable {
     func createOrder(_ order: Order, event: OrderEvent, trackingTokenHash: String?, now: Date, requestID: String?)
         throws(StorageError) -> CreateOrderResult
     func order(id: String) throws(StorageError) -> Order?
+    func order(id: String, includingItems: Bool) throws(StorageError) -> Order?
+    func openOrders(riderID: String, limit: Int) throws(StorageError) -> [Order]
+    func recordRides(_ updates: [RideUpdate], now: Date) throws(StorageError) -> Int
     func order(trackingTokenHash: String) throws(StorageError) -> Order?
     @discardableResult
     func replaceTrackingToken(orderID: String, hash: String) throws(StorageError) -> Bool

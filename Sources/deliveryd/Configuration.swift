@@ -21,6 +21,7 @@ struct Configuration: Sendable {
     var staleGraceSeconds = 900
     var minimumFreshnessSeconds = 900
     var highPriorityBudget = 6
+    var ridePushIntervalSeconds = 30
     var trackingTokenLifetimeSeconds = 7 * 86_400
     var authFailuresPerAddress = 20
     var authFailuresPerKey = 10
@@ -241,6 +242,11 @@ struct Configuration: Sendable {
             flag: "--high-priority-budget", environment: "DELIVERYD_HIGH_PRIORITY_BUDGET", range: 0...1000,
             help: "priority-10 pushes per activity per hour before updates go at priority 5 (default 6)",
             keyPath: \.highPriorityBudget
+        ),
+        integerSetting(
+            flag: "--ride-push-interval", environment: "DELIVERYD_RIDE_PUSH_INTERVAL", range: 1...3600,
+            help: "least seconds between two pushes a rider's positions cause to one order (default 30)",
+            keyPath: \.ridePushIntervalSeconds
         ),
         Setting(
             flag: "--synchronous", environment: "DELIVERYD_SYNCHRONOUS", placeholder: "full|normal",

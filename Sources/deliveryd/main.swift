@@ -189,10 +189,18 @@ let service = DeliveryService(
             requestsPerCredential: RateLimit(
                 burst: Double(2 * configuration.requestsPerCredential),
                 perSecond: Double(configuration.requestsPerCredential)),
-            activitiesPerOrder: configuration.activitiesPerOrder, devicesPerCustomer: configuration.devicesPerCustomer)),
+            activitiesPerOrder: configuration.activitiesPerOrder, devicesPerCustomer: configuration.devicesPerCustomer),
+        ridePushInterval: Double(configuration.ridePushIntervalSeconds)),
     sealingKey: sealingKey, outboxSignal: outboxSignal, registry: registry,
     logger: Logger(label: "api", minimumLevel: configuration.logLevel)
 )
+/// Stores the rides whose positions are due, four times a second: the delay a ride's push may add
+/// to its interval, and the batch its stores commit in.
+let rideTimer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
+rideTimer.schedule(deadline: .now() + 0.25, repeating: 0.25)
+rideTimer.setEventHandler { service.storeDueRides() }
+rideTimer.resume()
+
 // Access-log lines are `info`: a quieter log level leaves them out, as it does every info line.
 let accessLog = configuration.accessLog && configuration.logLevel <= .info ? AccessLog.configuration : nil
 let server: HTTPServer
@@ -231,7 +239,7 @@ final class PusherHandle: Sendable {
 let pusherHandle = PusherHandle()
 
 /// Stops in reverse order of start: the HTTP server finishes the requests in flight and closes,
-/// then the pusher finishes its batch and writes its outcomes (what is still queued is sent by the
+/// the rides are stored, then the pusher finishes its batch and writes its outcomes (what is still queued is sent by the
 /// next start), then the process exits.
 let stopSignals = [SIGTERM, SIGINT].map { DispatchSource.makeSignalSource(signal: $0, queue: .main) }
 for source in stopSignals {
@@ -240,6 +248,8 @@ for source in stopSignals {
         DispatchQueue.global().async {
             server.shutdown()
             logger.info("http.stopped")
+            // The newest state of every ride, so that a restart goes on from where the riders were.
+            service.storeDueRides(all: true)
             for task in pusherHandle.tasks.withLock({ $0 }) { task.cancel() }
             if pusherHandle.finished.wait(timeout: .now() + 15) == .timedOut {
                 logger.warning("pusher.stop_timeout", ["note": "leased pushes are sent again after the lease"])
