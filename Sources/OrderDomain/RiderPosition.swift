@@ -78,7 +78,8 @@ public struct RiderPosition: Sendable, Hashable {
         let latitude = coordinate(latitude, "latitude", limit: 90)
         let longitude = coordinate(longitude, "longitude", limit: 180)
         if let accuracy, !(accuracy.isFinite && OrderLimits.positionAccuracy.contains(accuracy)) {
-            check.fail("accuracy", "must be a number of metres from 0 to \(Int(OrderLimits.positionAccuracy.upperBound))")
+            check.fail(
+                "accuracy", "must be a number of metres from 0 to \(Int(OrderLimits.positionAccuracy.upperBound))")
         }
         if let recordedAt {
             if recordedAt > now.addingTimeInterval(OrderLimits.positionClockSkew) {

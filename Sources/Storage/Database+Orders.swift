@@ -285,7 +285,8 @@ extension Database {
     static func rideValues(_ ride: DeliveryTracking?) -> [SQLiteValue] {
         [
             ride.map { .integer($0.positionAt.storageMilliseconds) } ?? .null,
-            ride?.remainingDistance.map(SQLiteValue.real) ?? .null, ride?.initialDistance.map(SQLiteValue.real) ?? .null,
+            ride?.remainingDistance.map(SQLiteValue.real) ?? .null,
+            ride?.initialDistance.map(SQLiteValue.real) ?? .null,
             ride?.estimatedArrival.map { .integer($0.storageMilliseconds) } ?? .null,
         ]
     }

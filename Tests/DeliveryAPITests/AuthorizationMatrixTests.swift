@@ -55,6 +55,14 @@ let matrix: [MatrixRow] = [
         "PUT", "/v1/orders/{order}/rider", body: { _ in ["riderId": "r-1", "name": "Marco Rossi"] },
         [401, 404, 404, 404, 200, 403, 403, 200, 403, 404, 401]),
     MatrixRow("GET", "/v1/orders/{order}/live-activity", [401, 404, 404, 404, 200, 200, 200, 200, 200, 404, 401]),
+    MatrixRow(
+        "POST", "/v1/orders/{order}/position",
+        body: { _ in ["latitude": "#52.52", "longitude": "#13.405", "recordedAt": "{now}"] },
+        [401, 404, 404, 404, 403, 202, 403, 403, 403, 404, 401]),
+    MatrixRow(
+        "POST", "/v1/riders/r-1/position",
+        body: { _ in ["latitude": "#52.52", "longitude": "#13.405", "recordedAt": "{now}"] },
+        [401, 403, 403, 403, 403, 202, 403, 403, 403, 403, 401]),
     MatrixRow("POST", "/v1/orders/{order}/tracking-token", [401, 404, 404, 404, 201, 403, 403, 201, 403, 404, 401]),
     MatrixRow("GET", "/v1/orders/{order}/pushes", [401, 404, 404, 404, 200, 200, 403, 200, 403, 404, 401]),
     MatrixRow(
@@ -117,6 +125,7 @@ struct AuthorizationMatrixTests {
                         case "c-42", "c-7": "{customerId}"
                         case "d-1", "d-2": "{deviceId}"
                         case "{credential}": "{credentialId}"
+                        case "r-1": "{riderId}"
                         default: String(segment)
                         }
                     }.joined(separator: "/")
@@ -133,7 +142,15 @@ struct AuthorizationMatrixTests {
             path = path.replacingOccurrences(of: "{spareKey}", with: world.spareKeyID)
             path = path.replacingOccurrences(of: "{credential}", with: world.customerCredentialID)
             var body: [String: Any]? = row.body(role).map { fields in
-                fields.mapValues { $0 == "{eta}" ? APIHarness.rfc3339(world.api.now.addingTimeInterval(2400)) : $0 }
+                fields.mapValues { value -> Any in
+                    switch value {
+                    case "{eta}": APIHarness.rfc3339(world.api.now.addingTimeInterval(2400))
+                    case "{now}": APIHarness.rfc3339(world.api.now)
+                    // `#` marks a JSON number.
+                    case _ where value.hasPrefix("#"): Double(value.dropFirst()) ?? 0
+                    default: value
+                    }
+                }
             }
             if row.path == "/v1/orders", var orderBody = body {
                 orderBody.merge(APIHarness.orderBody(number: "B-1", now: world.api.now)) { own, _ in own }
