@@ -7,6 +7,8 @@ import Telemetry
 extension DeliveryService {
     /// How many open orders one position of a rider moves at most (`POST /v1/riders/{riderId}/position`).
     static let ordersPerRiderPosition = 20
+    /// How many positions one request may carry (`positions`): what a rider app gathered since its last post.
+    static let positionsPerRequest = 20
 
     /// `POST /v1/orders/{id}/position`: the assigned rider says where it is. Answered `202` at once:
     /// the position is kept in memory and stored with its ride when the ride is due (`RideTracker`).
@@ -17,11 +19,9 @@ extension DeliveryService {
             throw APIError.notFound("order not found")
         }
         try order.checkPositionAllowed(for: principal)
-        let position = try readPosition(call)
+        let positions = try readPositions(call)
         try order.checkOpenForPositions()
-        var answer = positionOutcome(rides.record(position, for: order, now: call.now))
-        answer["orderId"] = .string(order.id)
-        return json(202, .object(answer))
+        return json(202, outcome(of: positions, for: order, now: call.now))
     }
 
     /// `POST /v1/riders/{riderId}/position`: one position for every open order of the rider (a rider
@@ -33,13 +33,9 @@ extension DeliveryService {
         guard riderID == call.parameter("riderId") else {
             throw APIError.forbidden("a rider key posts only its own rider's positions")
         }
-        let position = try readPosition(call)
+        let positions = try readPositions(call)
         let orders = try store.openOrders(riderID: riderID, limit: Self.ordersPerRiderPosition)
-        let outcomes = orders.map { order -> JSONValue in
-            var answer = positionOutcome(rides.record(position, for: order, now: call.now))
-            answer["orderId"] = .string(order.id)
-            return .object(answer)
-        }
+        let outcomes = orders.map { outcome(of: positions, for: $0, now: call.now) }
         return json(202, .object(["riderId": .string(riderID), "orders": .array(outcomes)]))
     }
 
@@ -62,30 +58,68 @@ extension DeliveryService {
         }
     }
 
-    private func readPosition(_ call: Call) throws -> RiderPosition {
+    /// One position (the body is the position) or several (`{"positions": [...]}`, 1 to
+    /// `positionsPerRequest`), oldest first.
+    private func readPositions(_ call: Call) throws -> [RiderPosition] {
         let body = try jsonObject(call.request)
         var reader = FieldReader()
-        let latitude = reader.number(body, "latitude")
-        let longitude = reader.number(body, "longitude")
-        let accuracy = reader.number(body, "accuracy")
-        let recordedAt = reader.time(body, "recordedAt")
-        let position: RiderPosition
-        do {
-            position = try RiderPosition.validated(
-                latitude: latitude, longitude: longitude, accuracy: accuracy, recordedAt: recordedAt, now: call.now)
-        } catch {
-            // A field of the wrong type reached the domain as missing: report it once, as the reader saw it.
-            let typed = Set(reader.issues.map(\.field))
-            try reader.finish(adding: error.fieldIssues.filter { !typed.contains($0.field) })
-            throw APIError(error)
+        var objects: [(path: String, object: [String: JSONValue])] = []
+        if body["positions"] != nil {
+            let list = reader.array(body, "positions") ?? []
+            if !(1...Self.positionsPerRequest).contains(list.count), reader.issues.isEmpty {
+                reader.fail("positions", "must hold 1 to \(Self.positionsPerRequest) positions")
+            }
+            for (index, value) in list.prefix(Self.positionsPerRequest).enumerated() {
+                guard case .object(let object) = value else {
+                    reader.fail("positions[\(index)]", "must be an object")
+                    continue
+                }
+                objects.append(("positions[\(index)].", object))
+            }
+        } else {
+            objects = [("", body)]
         }
-        try reader.finish()
-        return position
+        var positions: [RiderPosition] = []
+        var domainIssues: [FieldIssue] = []
+        for (path, object) in objects {
+            let latitude = reader.number(object, "latitude", path: path + "latitude")
+            let longitude = reader.number(object, "longitude", path: path + "longitude")
+            let accuracy = reader.number(object, "accuracy", path: path + "accuracy")
+            let recordedAt = reader.time(object, "recordedAt", path: path + "recordedAt")
+            do {
+                positions.append(
+                    try RiderPosition.validated(
+                        latitude: latitude, longitude: longitude, accuracy: accuracy, recordedAt: recordedAt,
+                        now: call.now))
+            } catch {
+                domainIssues += error.fieldIssues.map { FieldIssue(field: path + $0.field, problem: $0.problem) }
+            }
+        }
+        // A field of the wrong type reached the domain as missing: report it once, as the reader saw it.
+        let typed = Set(reader.issues.map(\.field))
+        try reader.finish(adding: domainIssues.filter { !typed.contains($0.field) })
+        return positions.sorted { $0.recordedAt < $1.recordedAt }
     }
 
-    private func positionOutcome(_ ignored: RideTracker.Ignored?) -> [String: JSONValue] {
-        metrics.positions.increment([ignored?.rawValue ?? "accepted"])
-        guard let ignored else { return ["position": "accepted"] }
-        return ["position": "ignored", "reason": .string(ignored.rawValue)]
+    /// Feeds the positions to the order's ride: `accepted` when one of them moved it, else `ignored`
+    /// with the reason of the last one.
+    private func outcome(of positions: [RiderPosition], for order: Order, now: Date) -> JSONValue {
+        var accepted = 0
+        var lastIgnored: RideTracker.Ignored?
+        for position in positions {
+            if let ignored = rides.record(position, for: order, now: now) {
+                lastIgnored = ignored
+            } else {
+                accepted += 1
+            }
+        }
+        var answer: [String: JSONValue] = ["orderId": .string(order.id), "accepted": .number(Double(accepted))]
+        if accepted == 0, let lastIgnored {
+            answer["position"] = "ignored"
+            answer["reason"] = .string(lastIgnored.rawValue)
+        } else {
+            answer["position"] = "accepted"
+        }
+        return .object(answer)
     }
 }

@@ -11,12 +11,11 @@ struct APIMetrics: Sendable {
     let ordersCreated: Counter
     let activityEvents: Counter
     let rateLimited: Counter
-    let positions: Counter
     let ridesStored: Counter
     let ridePushesQueued: Counter
 
     init(registry: MetricsRegistry, store: any DeliveryStore, rides: RideTracker) {
-        positions = registry.counter(
+        let positions = registry.counter(
             "deliveryd_rider_positions_total",
             help: "Rider positions received, by outcome (accepted, out_of_order, inaccurate).", labels: ["outcome"])
         ridesStored = registry.counter(
@@ -41,6 +40,7 @@ struct APIMetrics: Sendable {
         registry.addCollector {
             let now = Date()
             tracked.set(Double(rides.count))
+            positions.setAll(rides.positionCounts.map { ([$0.outcome], Double($0.count)) })
             if let counts = try? store.orderCountsByStatus() {
                 orders.replaceAll(OrderStatus.allCases.map { ([$0.rawValue], Double(counts[$0] ?? 0)) })
             }

@@ -261,6 +261,33 @@ struct RideAPITests {
         #expect(delivered.remainingDistance == nil && delivered.progress == 1)
     }
 
+    /// Several positions in one request are used oldest first whatever their order; a bad one is
+    /// named by its index; more than 20, or none, are refused.
+    @Test func positionsInOneRequest() throws {
+        let setup = try deliveringOrder()
+        let path = "/v1/orders/\(setup.orderID)/position"
+        let batch = [
+            "positions": [
+                position(2_000, secondsAgo: 1), position(2_300, secondsAgo: 3), position(2_150, secondsAgo: 2),
+            ]
+        ]
+        let reply = try api.send("POST", path, as: setup.rider, json: batch)
+        #expect(reply.status == 202 && reply.json["accepted"] as? Int == 3, "\(reply.json)")
+        service.storeDueRides()
+        #expect(abs((try store.order(id: setup.orderID)?.tracking?.remainingDistance ?? 0) - 2_000) < 0.5)
+
+        var bad = position(1_900)
+        bad["latitude"] = "north"
+        let refused = try api.send("POST", path, as: setup.rider, json: ["positions": [position(1_950), bad]])
+        #expect(refused.status == 422 && Set(refused.fieldProblems.keys) == ["positions[1].latitude"])
+        let many = Array(repeating: position(1_900), count: 21)
+        #expect(
+            try api.send("POST", path, as: setup.rider, json: ["positions": many]).fieldProblems["positions"] != nil)
+        #expect(try api.send("POST", path, as: setup.rider, json: ["positions": [Any]()]).status == 422)
+        let stale = try api.send("POST", path, as: setup.rider, json: ["positions": [position(2_500, secondsAgo: 5)]])
+        #expect(stale.json["position"] as? String == "ignored" && stale.json["accepted"] as? Int == 0)
+    }
+
     /// One position of a rider moves every open order of that rider, and only that rider's.
     @Test func oneRiderPositionMovesAllItsOrders() throws {
         let first = try deliveringOrder(number: "A-1")

@@ -1,0 +1,91 @@
+-- wrk script: riders posting where they are, once for all their open orders
+-- (POST /v1/riders/{id}/position). Each thread takes its share of RIDERS_FILE ("riderId key" a
+-- line) and walks it round robin. RATE (positions a second, all threads together; 0: as fast as
+-- the server answers) paces the connections: each waits before each request, and the wait is
+-- corrected every second by the rate reached, so that the server's latency does not lower it.
+-- BATCH (default 1) positions go in each request, as an app posting what it gathered does.
+-- Every rider rides toward the door (DEST_LAT, DEST_LON) from 6 km at 5 m/s, never closer than
+-- 300 m; its recordedAt only grows (a millisecond past the previous when the clock has not moved).
+local created = 0
+
+function setup(thread)
+    thread:set("id", created)
+    created = created + 1
+end
+
+function init(args)
+    local threads = tonumber(os.getenv("WRK_THREADS"))
+    riders = {}
+    local index = 0
+    for line in io.lines(os.getenv("RIDERS_FILE")) do
+        if index % threads == id then
+            local rider, key = line:match("^(%S+) (%S+)$")
+            riders[#riders + 1] = { id = rider, auth = "Bearer " .. key, last = 0 }
+        end
+        index = index + 1
+    end
+    destination = { tonumber(os.getenv("DEST_LAT")), tonumber(os.getenv("DEST_LON")) }
+    batch = tonumber(os.getenv("BATCH") or "1")
+    target = tonumber(os.getenv("RATE") or "0") / threads / batch
+    pause = target > 0 and 1000 * tonumber(os.getenv("CONNECTIONS")) / threads / target or 0
+    window = os.time()
+    answered = 0
+    started = os.time()
+    sent = 0
+end
+
+function delay()
+    return pause
+end
+
+function response(status, headers, body)
+    if target == 0 then return end
+    answered = answered + 1
+    local now = os.time()
+    if now > window then
+        local reached = answered / (now - window)
+        pause = math.min(5000, math.max(0, pause * reached / target))
+        if reached < target and pause < 1 then pause = 0 end
+        window, answered = now, 0
+    end
+end
+
+-- One position of `rider` taken at `at` (seconds, fractional), as JSON.
+local function position(rider, at)
+    local metres = math.max(300, 6000 - 5 * (at - started))
+    local seconds = math.floor(at)
+    local stamp = os.date("!%Y-%m-%dT%H:%M:%S", seconds)
+        .. string.format(".%03dZ", math.floor((at - seconds) * 1000 + 0.5) % 1000)
+    return string.format('{"latitude":%.6f,"longitude":%.6f,"accuracy":8,"recordedAt":"%s"}',
+        destination[1] - metres / 111195, destination[2], stamp)
+end
+
+function request()
+    sent = sent + 1
+    local rider = riders[(sent % #riders) + 1]
+    local now = os.time()
+    local body
+    if batch == 1 then
+        rider.last = math.max(now, rider.last + 0.001)
+        body = position(rider, rider.last)
+    else
+        -- The fixes the app gathered since its last post, a second apart, oldest first.
+        local parts = {}
+        for k = 1, batch do
+            rider.last = math.max(now - (batch - k), rider.last + 0.001)
+            parts[k] = position(rider, rider.last)
+        end
+        body = '{"positions":[' .. table.concat(parts, ",") .. ']}'
+    end
+    return wrk.format("POST", "/v1/riders/" .. rider.id .. "/position",
+        { ["Authorization"] = rider.auth, ["Content-Type"] = "application/json" }, body)
+end
+
+function done(summary, latency, requests)
+    io.write(string.format(
+        'RESULT {"requests":%d,"duration_us":%d,"status_errors":%d,"socket_errors":%d,' ..
+        '"p50_us":%d,"p99_us":%d,"max_us":%d}\n',
+        summary.requests, summary.duration, summary.errors.status,
+        summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout,
+        latency:percentile(50), latency:percentile(99), latency.max))
+end
