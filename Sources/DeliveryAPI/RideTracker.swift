@@ -25,6 +25,9 @@ public final class RideTracker: Sendable {
         var status: OrderStatus
         /// What the customer was last shown of this order, as far as the tracker knows.
         var shown: ContentState
+        /// The order's state without the ride, and the `updatedAt` of the order it was projected from.
+        var base: ContentState
+        var baseOf: Date
         var storedAt: Date?
         var pending: (tracking: DeliveryTracking, state: ContentState)?
         var lastPositionAt: Date
@@ -100,18 +103,22 @@ public final class RideTracker: Sendable {
 
     private func feed(_ position: RiderPosition, for order: Order, now: Date) -> Ignored? {
         let shard = shard(order.id)
-        let isKnown = shard.lock.withLock { $0.rides[order.id].map { $0.status == order.status } ?? false }
-        // What the customer sees of the stored order, the first time only: a new ride pushes only news.
-        let shownBefore = isKnown ? nil : projector.contentState(for: order)
+        let cached = shard.lock.withLock { shard in
+            shard.rides[order.id].flatMap { $0.status == order.status && $0.baseOf == order.updatedAt ? $0.base : nil }
+        }
+        let base = cached ?? projector.baseContentState(for: order)
+        // What the customer sees of the stored order: a new ride pushes only news.
+        let shownBefore = projector.withRide(of: order, on: base)
         let recorded = shard.lock.withLock { shard -> (ignored: Ignored?, tracking: DeliveryTracking?) in
             var ride: Ride
             if let known = shard.rides[order.id], known.status == order.status {
                 ride = known
+                ride.base = base
+                ride.baseOf = order.updatedAt
             } else {
                 ride = Ride(
-                    estimator: RideEstimator(resuming: order.tracking), status: order.status,
-                    shown: shownBefore ?? projector.contentState(for: order), storedAt: nil, pending: nil,
-                    lastPositionAt: now)
+                    estimator: RideEstimator(resuming: order.tracking), status: order.status, shown: shownBefore,
+                    base: base, baseOf: order.updatedAt, storedAt: nil, pending: nil, lastPositionAt: now)
             }
             let ignored = ride.estimator.record(position, destination: order.rideDestination)
             if ignored == nil { ride.lastPositionAt = now }
@@ -119,7 +126,7 @@ public final class RideTracker: Sendable {
             return (ignored, ignored == nil ? ride.estimator.tracking : nil)
         }
         guard recorded.ignored == nil, let tracking = recorded.tracking else { return recorded.ignored }
-        let state = projector.contentState(for: order.tracked(tracking))
+        let state = projector.withRide(of: order.tracked(tracking), on: base)
         shard.lock.withLock { shard in
             // A newer position that overtook this one meanwhile leaves its own state instead.
             guard var ride = shard.rides[order.id], ride.estimator.tracking == tracking else { return }

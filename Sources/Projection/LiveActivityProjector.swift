@@ -18,7 +18,12 @@ public struct LiveActivityProjector: Sendable {
 
     /// The dynamic state for an order, in the customer's language.
     public func contentState(for order: Order) -> ContentState {
-        var state = ContentState(
+        withRide(of: order, on: baseContentState(for: order))
+    }
+
+    /// The state without the ride: what changes only when the order itself does (status, ETA, rider).
+    public func baseContentState(for order: Order) -> ContentState {
+        ContentState(
             status: order.status.rawValue,
             stage: order.stage,
             progress: Double(order.stage) / 4,
@@ -26,6 +31,12 @@ public struct LiveActivityProjector: Sendable {
             estimatedArrival: roundedEstimatedArrival(order.estimatedArrival),
             riderName: order.rider.flatMap { firstName(of: $0.name) }
         )
+    }
+
+    /// `base` (the order's `baseContentState`) with the order's ride applied: what a position
+    /// changes, without scrubbing and localising the rest again for every position.
+    public func withRide(of order: Order, on base: ContentState) -> ContentState {
+        var state = base
         if order.status == .delivering, let ride = order.tracking, let distance = ride.remainingDistance {
             applyRide(distance: distance, initialDistance: ride.initialDistance, to: &state)
             if let eta = ride.estimatedArrival { state.estimatedArrival = roundedEstimatedArrival(eta) }

@@ -43,10 +43,11 @@ function response(status, headers, body)
     answered = answered + 1
     local now = os.time()
     if now > window then
-        local reached = answered / (now - window)
+        -- The rate since the start, not the last second: the wait settles instead of swinging.
+        local reached = answered / (now - started)
         pause = math.min(5000, math.max(0, pause * reached / target))
         if reached < target and pause < 1 then pause = 0 end
-        window, answered = now, 0
+        window = now
     end
 end
 
