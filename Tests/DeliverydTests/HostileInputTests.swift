@@ -46,6 +46,9 @@ struct HostileInputTests {
         let spare =
             try call("POST", "/v1/admin/keys", Self.adminKey, ["role": "rider", "riderId": "r-9"])
             .json["id"] as? String ?? ""
+        let rider =
+            try call("POST", "/v1/admin/keys", Self.adminKey, ["role": "rider", "riderId": "r-1"])
+            .json["key"] as? String ?? ""
         let eta = Date().addingTimeInterval(1800)
         let created = try call(
             "POST", "/v1/orders", merchant, EndToEndTests.orderBody("H-1", customer: "c-1", eta: eta))
@@ -56,12 +59,16 @@ struct HostileInputTests {
         try #require(!order.isEmpty && !tracking.isEmpty && !credential.isEmpty)
 
         let token = ["pushToken": String(repeating: "ab", count: 32), "environment": "production"]
+        let position: [String: Any] = [
+            "latitude": 48.2, "longitude": 11.6, "accuracy": 12, "recordedAt": EndToEndTests.rfc3339(Date()),
+        ]
         let samples = [
             Sample(operation: "GET /healthz", path: "/healthz", body: nil, bearer: merchant),
             Sample(operation: "GET /readyz", path: "/readyz", body: nil, bearer: merchant),
             Sample(
                 operation: "POST /v1/orders", path: "/v1/orders",
-                body: EndToEndTests.orderBody("H-2", customer: "c-2", eta: eta), bearer: merchant),
+                body: EndToEndTests.orderBody("H-2", customer: "c-2", eta: eta)
+                    + ["destination": ["latitude": 48.1, "longitude": 11.5]], bearer: merchant),
             Sample(operation: "GET /v1/orders/{id}", path: "/v1/orders/\(order)", body: nil, bearer: merchant),
             Sample(
                 operation: "POST /v1/orders/{id}/status", path: "/v1/orders/\(order)/status",
@@ -73,6 +80,12 @@ struct HostileInputTests {
             Sample(
                 operation: "PUT /v1/orders/{id}/rider", path: "/v1/orders/\(order)/rider",
                 body: ["riderId": "r-1", "name": "Marco Rossi", "phone": "+39 1"], bearer: merchant),
+            Sample(
+                operation: "POST /v1/orders/{id}/position", path: "/v1/orders/\(order)/position",
+                body: position + ["positions": [position, position]], bearer: rider),
+            Sample(
+                operation: "POST /v1/riders/{riderId}/position", path: "/v1/riders/r-1/position", body: position,
+                bearer: rider),
             Sample(
                 operation: "GET /v1/orders/{id}/live-activity", path: "/v1/orders/\(order)/live-activity", body: nil,
                 bearer: tracking),
