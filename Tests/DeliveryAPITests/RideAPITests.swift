@@ -31,18 +31,23 @@ enum Ride {
 
 @Suite("Rides: the throttle, in memory")
 struct RideThrottleTests {
+    /// An order being delivered by rider r-1, placed at `start`.
+    static func delivering(at start: Date, destination: Coordinate?) -> Order {
+        Order(
+            id: "o-1", merchantID: "m-1", number: "A-1", merchantName: "Pizza Roma", items: [],
+            customer: Customer(id: "c-1", name: "Ana", phone: "+49 30 1234567", locale: "en"), address: "Main St 1",
+            payment: Payment(method: "cash", brand: nil, last4: nil), note: nil, status: .delivering, cancelledAt: nil,
+            estimatedArrival: start.addingTimeInterval(900), rider: Rider(id: "r-1", name: "Marco", phone: nil),
+            createdAt: start, updatedAt: start, destination: destination)
+    }
+
     /// A simulated ride of 10 minutes, a position a second, from 4.5 km at 7 m/s: at most 20 stores
     /// push (one per 30 s), each showing a distance that moved; the positions in between coalesce.
     @Test func tenMinuteRidePushesAtMostTwentyTimes() throws {
         let projector = LiveActivityProjector()
         let tracker = RideTracker(projector: projector, interval: 30)
         let start = Date(timeIntervalSince1970: 1_796_212_800)
-        let order = Order(
-            id: "o-1", merchantID: "m-1", number: "A-1", merchantName: "Pizza Roma", items: [],
-            customer: Customer(id: "c-1", name: "Ana", phone: "+49 30 1234567", locale: "en"), address: "Main St 1",
-            payment: Payment(method: "cash", brand: nil, last4: nil), note: nil, status: .delivering, cancelledAt: nil,
-            estimatedArrival: start.addingTimeInterval(900), rider: Rider(id: "r-1", name: "Marco", phone: nil),
-            createdAt: start, updatedAt: start, destination: Ride.destination)
+        let order = Self.delivering(at: start, destination: Ride.destination)
         var pushedDistances: [Int] = []
         var stores = 0
         for second in 0..<600 {
@@ -75,12 +80,7 @@ struct RideThrottleTests {
         let projector = LiveActivityProjector()
         let tracker = RideTracker(projector: projector, interval: 30)
         let start = Date(timeIntervalSince1970: 1_796_212_800)
-        let order = Order(
-            id: "o-1", merchantID: "m-1", number: "A-1", merchantName: "Pizza Roma", items: [],
-            customer: Customer(id: "c-1", name: "Ana", phone: "+49 30 1234567", locale: "en"), address: "Main St 1",
-            payment: Payment(method: "cash", brand: nil, last4: nil), note: nil, status: .delivering, cancelledAt: nil,
-            estimatedArrival: start.addingTimeInterval(900), rider: Rider(id: "r-1", name: "Marco", phone: nil),
-            createdAt: start, updatedAt: start)
+        let order = Self.delivering(at: start, destination: nil)
         var stores: [(at: Int, pushes: Bool)] = []
         for second in 0..<95 {
             let now = start.addingTimeInterval(Double(second))
