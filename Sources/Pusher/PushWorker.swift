@@ -214,6 +214,11 @@ public final class PushWorker {
             }
             let sentAt = Date()
             let responses = sender.send(requests)
+            // A delivery anywhere in the batch confirms its environment before any answer is classified:
+            // one BadDeviceToken among successful pushes is a dead token, whatever its place in the batch.
+            for (entry, response) in zip(planned, responses) where response.status == 200 {
+                pauses.delivered(entry.environment)
+            }
             var expired = Set<String>()
             for (entry, response) in zip(planned, responses) {
                 let (completion, refresh) = complete(entry, with: response, now: now, sentAt: sentAt)
@@ -337,7 +342,8 @@ public final class PushWorker {
         metrics.apnsRoundTrip.observe(response.latencySeconds)
         metrics.changeToAnswer.observe(max(0, Date().timeIntervalSince(item.createdAt)))
         let action = PushResultClassifier.action(
-            status: response.status, reason: response.reason, timestamp: response.timestamp, environmentConfirmed: true
+            status: response.status, reason: response.reason, timestamp: response.timestamp,
+            environmentConfirmed: pauses.isConfirmed(entry.environment)
         )
         let reason = response.reason?.description ?? response.transportError ?? "status \(response.status ?? 0)"
         let fields: [String: Logger.Value] = [
@@ -387,6 +393,10 @@ public final class PushWorker {
         case .deadLetter:
             metrics.pushes.increment([event, "dead_lettered"])
             completion.outcome = .dead(reason: reason)
+            if response.reason == .known(.badDeviceToken), pauses.badTokenWhileUnconfirmed(entry.environment) {
+                // Every token refused and none delivered: the environment or key is wrong, not the tokens.
+                _ = pause(entry.environment, reason: reason, now: now)
+            }
         case .refreshTokenAndRetry:
             refresh = true
             completion.outcome = retryOutcome(item, reason: reason, now: now)
@@ -398,7 +408,6 @@ public final class PushWorker {
                 configuration.retryPolicy.isExhausted(firstAttempt: item.createdAt, now: now)
                 ? .dead(reason: "gave up: \(reason)") : .retry(at: until, error: reason)
         }
-        if case .delivered = action { pauses.delivered(entry.environment) }
         if case .retry = completion.outcome { metrics.pushes.increment([event, "retried"]) }
         if case .dead = completion.outcome, action != .deadLetter {
             metrics.pushes.increment([event, "dead_lettered"])

@@ -175,8 +175,11 @@ struct EndToEndTests {
         // No line of the whole run carries a private field, a token in full, or a key.
         let text = server.standardError()
         #expect(lines.count > 30 && text.split(separator: "\n").count == lines.count)
+        // Short numbers are matched with their context: "4242" or "10115" alone also turn up by chance
+        // in a port, a duration or a random id, which made this check fail now and then.
         let secrets = [
-            "1234567", "7654321", "Hauptstr", "10115", "4242", "visa", "ring twice", "Rossi", "Ana\"", Self.adminKey,
+            "1234567", "7654321", "Hauptstr", "10115 Berlin", "\"4242\"", "visa", "ring twice", "Rossi", "Ana\"",
+            Self.adminKey,
             merchant, rider, trackingA, Self.liveToken, Self.rotatedToken, Self.deadToken, Self.startToken,
         ]
         for secret in secrets {

@@ -489,3 +489,84 @@ struct TwoWorkersTests {
         #expect(accepted.values.allSatisfy { $0 == 1 }, "an activity was pushed twice")
     }
 }
+
+@Suite("BadDeviceToken: a dead token, or the wrong environment", .serialized)
+struct BadDeviceTokenTests {
+    struct Setup {
+        let store: Database
+        let simulator: APNsSimulator
+        let worker: PushWorker
+        let pauses: EnvironmentPauses
+        let directory: String
+    }
+
+    /// Orders `o-0`… each with one activity of `tokens[i]` in `environment`, a push queued for each.
+    static func setup(tokens: [String], environment: PushEnvironment, script: [String: [String: Any]]) throws
+        -> Setup
+    {
+        let directory = NSTemporaryDirectory() + "bad-token-" + UUID().uuidString
+        let store = try Database.open(StorageConfiguration(dataDirectory: directory))
+        let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
+        try simulator.script(script)
+        let now = Date()
+        for (index, token) in tokens.enumerated() {
+            try createOrder(in: store, id: "o-\(index)", number: "A-\(index)", at: now)
+            _ = try store.registerActivity(
+                orderID: "o-\(index)", activityID: "a", pushToken: token, environment: environment,
+                bundleID: "com.example.app", shown: nil, now: now)
+            _ = try store.change(orderID: "o-\(index)", now: now) { order throws(OrderError) in
+                try order.applying(StatusChange(status: .preparing), by: .admin, at: now)
+            }
+        }
+        let pauses = EnvironmentPauses()
+        let worker = PushWorker(
+            store: store, sender: try APNsClient(caFile: simulator.caFile),
+            tokens: ProviderTokenCache(
+                key: try P256SigningKey(pem: testKeyPEM), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
+            configuration: PusherConfiguration(developmentURL: simulator.baseURL, productionURL: simulator.baseURL),
+            metrics: PushMetrics(registry: MetricsRegistry()), logger: Logger(label: "test", minimumLevel: .error),
+            pauses: pauses)
+        return Setup(store: store, simulator: simulator, worker: worker, pauses: pauses, directory: directory)
+    }
+
+    /// Every token of an environment answered `BadDeviceToken` and none delivered (sandbox tokens
+    /// on the production host, or the wrong key's environment): no token is deleted, the pushes are
+    /// dead letters to replay once the setting is fixed, and the environment is paused.
+    @Test func everyTokenRefusedDeletesNoToken() async throws {
+        let tokens = (0..<4).map { "sandbox-token-\($0)" }
+        let setup = try Self.setup(
+            tokens: tokens, environment: .production,
+            script: Dictionary(uniqueKeysWithValues: tokens.map { ($0, ["status": 400, "reason": "BadDeviceToken"]) }))
+        defer {
+            setup.simulator.stop()
+            try? FileManager.default.removeItem(atPath: setup.directory)
+        }
+        let now = Date()
+        #expect(try await setup.worker.runOnce(now: now) == 4)
+        #expect(try setup.simulator.records().count == 4)
+        for index in 0..<4 {
+            #expect(try setup.store.liveActivities(orderID: "o-\(index)").count == 1, "o-\(index) lost its token")
+        }
+        #expect(try setup.store.deadLetters(limit: 10).count == 4)
+        #expect(setup.pauses.pausedUntil(.production, now: now.addingTimeInterval(1)) != nil)
+    }
+
+    /// One `BadDeviceToken` among delivered pushes of the same environment is a dead token: removed,
+    /// wherever it stands in the batch.
+    @Test func oneRefusedAmongDeliveredIsRemoved() async throws {
+        let tokens = ["dead-token", "live-token-1", "live-token-2", "live-token-3"]
+        let setup = try Self.setup(
+            tokens: tokens, environment: .production,
+            script: ["dead-token": ["status": 400, "reason": "BadDeviceToken"]])
+        defer {
+            setup.simulator.stop()
+            try? FileManager.default.removeItem(atPath: setup.directory)
+        }
+        let now = Date()
+        #expect(try await setup.worker.runOnce(now: now) == 4)
+        #expect(try setup.store.liveActivities(orderID: "o-0").isEmpty, "the dead token must be removed")
+        for index in 1..<4 { #expect(try setup.store.liveActivities(orderID: "o-\(index)").count == 1) }
+        #expect(try setup.store.deadLetters(limit: 10).isEmpty)
+        #expect(setup.pauses.pausedUntil(.production, now: now) == nil)
+    }
+}
