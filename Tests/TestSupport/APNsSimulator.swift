@@ -161,22 +161,28 @@ package final class APNsSimulator {
 
     /// Every request the simulator received, in order.
     package func records() throws -> [[String: Any]] {
-        guard let text = try? String(contentsOfFile: directory + "/record.jsonl", encoding: .utf8) else { return [] }
-        return try text.split(separator: "\n").map {
+        try Self.completeLines(directory + "/record.jsonl").map {
             try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:]
         }
     }
 
+    /// The lines of a file the simulator appends to, without a last line it is still writing (no
+    /// newline yet): a read while it writes must not see half a record.
+    private static func completeLines(_ path: String) -> [Substring] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        lines.removeLast()  // after the last newline: empty, or a line still being written
+        return lines.filter { !$0.isEmpty }
+    }
+
     /// Tokens whose request cut the connections (`drop_once`), in order.
     package func drops() -> [String] {
-        let text = (try? String(contentsOfFile: directory + "/record.jsonl.drops", encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").map(String.init)
+        Self.completeLines(directory + "/record.jsonl.drops").map(String.init)
     }
 
     /// Tokens of requests with a scripted delay, as they arrived (before being answered).
     package func arrivals() -> [String] {
-        let text = (try? String(contentsOfFile: directory + "/record.jsonl.arrivals", encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").map(String.init)
+        Self.completeLines(directory + "/record.jsonl.arrivals").map(String.init)
     }
 
     private static func accepts(port: UInt16) -> Bool {
