@@ -36,12 +36,6 @@ public struct LiveActivityPush: Sendable, Hashable {
     public let timestamp: Date
     /// Whether an alert is shown with it.
     public let hasAlert: Bool
-
-    /// A one-line description safe for logs: no names, no tokens, no free text.
-    public var logSummary: String {
-        "event=\(event.rawValue) priority=\(headers.priority) status=\(contentState.status) stage=\(contentState.stage) "
-            + "alert=\(hasAlert) bytes=\(payload.count) fingerprint=\(fingerprint)"
-    }
 }
 
 /// Why no push is sent.

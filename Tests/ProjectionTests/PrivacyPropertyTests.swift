@@ -68,7 +68,7 @@ enum Secrets {
 @Suite("Privacy of the projection")
 struct PrivacyPropertyTests {
     /// 100,000 random orders with contact and card data in every private and free-text field: no push
-    /// payload or log summary contains any of it, and no text in them holds a run of 7 or more digits.
+    /// payload contains any of it, and no text in them holds a run of 7 or more digits.
     @Test func noPrivateDataLeaves() throws {
         var rng = SplitMix64(state: 0x5EED_2026)
         let planner = PushPlanner()
@@ -108,7 +108,6 @@ struct PrivacyPropertyTests {
             ] {
                 if case .send(let push) = decision {
                     outputs.append(String(decoding: push.payload, as: UTF8.self))
-                    outputs.append(push.logSummary)
                 }
             }
             let needles: [(String, [[UInt8]])] = secrets.map { secret in
@@ -150,34 +149,27 @@ struct PrivacyPropertyTests {
         }
     }
 
-    /// The longest run of decimal digits (ASCII or fullwidth) inside the text of a payload or log line.
-    ///
-    /// In a payload only JSON strings count: numbers (timestamps) are not text. A log summary's
-    /// `fingerprint=` hex digest is skipped: it is a hash of the scrubbed state whose hex digits may
-    /// line up by chance.
+    /// The longest run of decimal digits (ASCII or fullwidth) inside the strings of a JSON payload:
+    /// numbers (timestamps) are not text.
     static func longestDigitRunInText(_ bytes: [UInt8]) -> Int {
-        let isJSON = bytes.first == UInt8(ascii: "{")
-        let fingerprintMarker = Array("fingerprint=".utf8)
-        var skipUntil = -1
-        if !isJSON, let range = bytes.firstRange(of: fingerprintMarker) { skipUntil = range.upperBound + 16 }
         var longest = 0
         var current = 0
-        var inString = !isJSON
+        var inString = false
         var escaped = false
         return bytes.withUnsafeBufferPointer { buffer in
             var index = 0
             while index < buffer.count {
                 let byte = buffer[index]
-                if isJSON && !escaped && byte == UInt8(ascii: "\"") {
+                if !escaped && byte == UInt8(ascii: "\"") {
                     inString.toggle()
                     current = 0
-                } else if isJSON && byte == UInt8(ascii: "\\") && !escaped {
+                } else if byte == UInt8(ascii: "\\") && !escaped {
                     escaped = true
                     index += 1
                     continue
                 }
                 escaped = false
-                if inString && index >= skipUntil {
+                if inString {
                     if byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") {
                         current += 1
                     } else if byte == 0xEF, index + 2 < buffer.count, buffer[index + 1] == 0xBC,

@@ -463,9 +463,18 @@ struct TwoWorkersTests {
         let baseURL = simulator.baseURL
         let tokens = ProviderTokenCache(
             key: try P256SigningKey(pem: testKeyPEM), keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
+        // A worker whose client cannot be built ends the wait at once and fails the test with its error.
+        final class Flag: Sendable { let raised = Atomic<Bool>(false) }
+        let failed = Flag()
         let workers = (0..<2).map { index in
-            Task.detached {
-                guard let client = try? APNsClient(caFile: caFile) else { return }
+            Task.detached { () throws -> Void in
+                let client: APNsClient
+                do {
+                    client = try APNsClient(caFile: caFile)
+                } catch {
+                    failed.raised.store(true, ordering: .relaxed)
+                    throw error
+                }
                 let worker = PushWorker(
                     store: store, sender: client, tokens: tokens,
                     configuration: PusherConfiguration(
@@ -476,9 +485,11 @@ struct TwoWorkersTests {
         }
         signal.notify()
         let deadline = Date().addingTimeInterval(120)
-        while try store.outboxDepth().count > 0, Date() < deadline { try await Task.sleep(for: .milliseconds(100)) }
+        while try store.outboxDepth().count > 0, !failed.raised.load(ordering: .relaxed), Date() < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+        }
         for worker in workers { worker.cancel() }
-        for worker in workers { await worker.value }
+        for worker in workers { try await worker.value }
 
         #expect(try store.outboxDepth().count == 0)
         var accepted: [String: Int] = [:]
