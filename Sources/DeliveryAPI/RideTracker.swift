@@ -72,12 +72,8 @@ public final class RideTracker: Sendable {
     }
 
     private func shard(_ orderID: String) -> LockedShard {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in orderID.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01B3
-        }
-        return shards[Int(hash % UInt64(shards.count))]
+        // The process's own hash is enough: shards live in memory only.
+        shards[Int(UInt(bitPattern: orderID.hashValue) % UInt(shards.count))]
     }
 
     /// Feeds one checked position of `order`'s rider (the order as stored, open and assigned).

@@ -88,14 +88,11 @@ enum Views {
         .object(["latitude": .number(point.latitude), "longitude": .number(point.longitude)])
     }
 
-    /// What staff see of a ride: when the rider was last heard of, how far and how soon as the
-    /// server reckons it. Never the rider's coordinates: the server does not keep them.
+    /// What staff see of a ride: when the rider was last heard of and the ETA from its speed. The
+    /// distance, rounded as the customer sees it, is in `GET /v1/orders/{id}/live-activity`; the
+    /// rider's coordinates nowhere: the server does not keep them.
     private static func ride(_ tracking: DeliveryTracking) -> JSONValue {
-        .object([
-            "positionAt": .time(tracking.positionAt),
-            "remainingDistance": tracking.remainingDistance.map { .number(($0 / 100).rounded() * 100) } ?? .null,
-            "estimatedArrival": .time(tracking.estimatedArrival),
-        ])
+        .object(["positionAt": .time(tracking.positionAt), "estimatedArrival": .time(tracking.estimatedArrival)])
     }
 
     /// What a customer may see: the Live Activity projection and nothing else.

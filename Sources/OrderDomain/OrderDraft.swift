@@ -174,28 +174,8 @@ public struct OrderDraft: Sendable, Hashable {
 
     private func validatedDestination(_ check: inout FieldChecker) -> Coordinate? {
         guard let destination else { return nil }
-        // The messages name the rule, never the value: a destination is an address.
-        var valid = true
-        if let latitude = destination.latitude {
-            if !(latitude.isFinite && abs(latitude) <= 90) {
-                check.fail("destination.latitude", "must be a number from -90 to 90")
-                valid = false
-            }
-        } else {
-            check.fail("destination.latitude", "is required")
-            valid = false
-        }
-        if let longitude = destination.longitude {
-            if !(longitude.isFinite && abs(longitude) <= 180) {
-                check.fail("destination.longitude", "must be a number from -180 to 180")
-                valid = false
-            }
-        } else {
-            check.fail("destination.longitude", "is required")
-            valid = false
-        }
-        guard valid, let latitude = destination.latitude, let longitude = destination.longitude else { return nil }
-        return Coordinate(latitude: latitude, longitude: longitude)
+        return check.coordinate(
+            latitude: destination.latitude, longitude: destination.longitude, prefix: "destination.")
     }
 
     private func validatedPayment(_ check: inout FieldChecker) -> Payment? {

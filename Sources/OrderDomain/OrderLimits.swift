@@ -116,6 +116,27 @@ struct FieldChecker {
         return value
     }
 
+    /// A point on Earth: latitude −90…90 and longitude −180…180, both required. The messages name the
+    /// rule, never the value: a coordinate says where someone lives or is.
+    /// - Parameter prefix: the fields' path before `latitude` and `longitude` (`destination.`).
+    mutating func coordinate(latitude: Double?, longitude: Double?, prefix: String) -> Coordinate? {
+        func degrees(_ value: Double?, _ field: String, limit: Double) -> Double? {
+            guard let value else {
+                fail(prefix + field, "is required")
+                return nil
+            }
+            guard value.isFinite, abs(value) <= limit else {
+                fail(prefix + field, "must be a number from \(-Int(limit)) to \(Int(limit))")
+                return nil
+            }
+            return value
+        }
+        let latitude = degrees(latitude, "latitude", limit: 90)
+        let longitude = degrees(longitude, "longitude", limit: 180)
+        guard let latitude, let longitude else { return nil }
+        return Coordinate(latitude: latitude, longitude: longitude)
+    }
+
     /// An ETA no earlier than the order's creation (less a small skew) and no later than the horizon.
     mutating func estimatedArrival(_ value: Date?, _ field: String, createdAt: Date, now: Date) -> Date? {
         guard let value else {

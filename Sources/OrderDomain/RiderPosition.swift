@@ -64,19 +64,7 @@ public struct RiderPosition: Sendable, Hashable {
         latitude: Double?, longitude: Double?, accuracy: Double?, recordedAt: Date?, now: Date
     ) throws(OrderError) -> RiderPosition {
         var check = FieldChecker()
-        func coordinate(_ value: Double?, _ field: String, limit: Double) -> Double? {
-            guard let value else {
-                check.fail(field, "is required")
-                return nil
-            }
-            guard value.isFinite, abs(value) <= limit else {
-                check.fail(field, "must be a number from \(-Int(limit)) to \(Int(limit))")
-                return nil
-            }
-            return value
-        }
-        let latitude = coordinate(latitude, "latitude", limit: 90)
-        let longitude = coordinate(longitude, "longitude", limit: 180)
+        let coordinate = check.coordinate(latitude: latitude, longitude: longitude, prefix: "")
         if let accuracy, !(accuracy.isFinite && OrderLimits.positionAccuracy.contains(accuracy)) {
             check.fail(
                 "accuracy", "must be a number of metres from 0 to \(Int(OrderLimits.positionAccuracy.upperBound))")
@@ -91,12 +79,10 @@ public struct RiderPosition: Sendable, Hashable {
             check.fail("recordedAt", "is required")
         }
         try check.finish()
-        guard let latitude, let longitude, let recordedAt else {
+        guard let coordinate, let recordedAt else {
             preconditionFailure("a position passed validation without a field")
         }
-        return RiderPosition(
-            coordinate: Coordinate(latitude: latitude, longitude: longitude), accuracy: accuracy,
-            recordedAt: recordedAt)
+        return RiderPosition(coordinate: coordinate, accuracy: accuracy, recordedAt: recordedAt)
     }
 }
 
