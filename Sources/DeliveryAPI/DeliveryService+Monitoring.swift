@@ -14,9 +14,26 @@ extension DeliveryService {
     }
 
     /// `GET /v1/admin/stats`: the figures of `/metrics` as JSON, with a summary the dashboard reads
-    /// directly, the last 50 push failures and the orders waiting longest in each open status.
+    /// directly, the last 50 push failures, the orders waiting longest in each open status, how
+    /// pushes leave the process, a per-merchant breakdown, and with `history=all` (or
+    /// `historySince=UNIX_MS`: only newer samples) the sampled history of `DashboardHistory`.
     func showStats(_ call: Call) throws -> HTTPResponse {
         guard case .staff(.admin, _) = call.caller else { throw APIError.forbidden("this needs an admin key") }
+        let query = try Self.queryItems(call.request.query, allowed: ["history", "historySince"])
+        if let mode = query["history"], mode != "all" {
+            throw APIError.validationFailed([FieldIssue(field: "history", problem: "must be all")])
+        }
+        var history: [UInt8]?
+        if let since = query["historySince"] {
+            guard let milliseconds = Int64(since), milliseconds >= 0 else {
+                throw APIError.validationFailed([
+                    FieldIssue(field: "historySince", problem: "must be a time in Unix milliseconds")
+                ])
+            }
+            history = self.history.json(sinceMilliseconds: milliseconds)
+        } else if query["history"] != nil {
+            history = self.history.json()
+        }
         let families = registry.snapshot()
         func family(_ name: String) -> MetricsRegistry.Family? { families.first { $0.name == name } }
         func total(_ name: String, where matches: ([String: String]) -> Bool = { _ in true }) -> Double {
@@ -93,12 +110,69 @@ extension DeliveryService {
                 "ordersInStatus": .number(Double(entry.count)),
             ])
         }
-        return json(
-            200,
+        var members: [String: JSONValue] = [
+            "generatedAt": .time(call.now), "summary": .object(summary), "recentFailures": .array(failures),
+            "stuckOrders": .array(stuck), "metrics": .array(families.map(Self.familyJSON)),
+            "node": .object([
+                "name": .string(configuration.nodeName),
+                "pid": .number(Double(ProcessInfo.processInfo.processIdentifier)),
+                "startedAt": .time(startedAt),
+            ]),
+            "sending": Self.sendingJSON(sendingStatus(call.now)),
+            "merchants": .array(try merchantBreakdown(family("deliveryd_merchant_pushes_total"))),
+        ]
+        if let history { members["history"] = .fragment(history) }
+        return json(200, .object(members))
+    }
+
+    /// The most merchants the breakdown lists: those with the most open orders, then the most pushes.
+    static let merchantBreakdownLimit = 50
+
+    private func merchantBreakdown(_ pushes: MetricsRegistry.Family?) throws -> [JSONValue] {
+        var rows: [String: (open: Int, accepted: Double, failed: Double)] = [:]
+        for entry in try store.openOrderCountsByMerchant(limit: Self.merchantBreakdownLimit) {
+            rows[entry.merchantID] = (entry.openOrders, 0, 0)
+        }
+        if let pushes, let merchant = pushes.labelNames.firstIndex(of: "merchant"),
+            let result = pushes.labelNames.firstIndex(of: "result")
+        {
+            for series in pushes.series {
+                var row = rows[series.labels[merchant]] ?? (0, 0, 0)
+                if series.labels[result] == "accepted" {
+                    row.accepted += series.value
+                } else {
+                    row.failed += series.value
+                }
+                rows[series.labels[merchant]] = row
+            }
+        }
+        return rows.sorted {
+            ($0.value.open, $0.value.accepted + $0.value.failed, $1.key) > (
+                $1.value.open, $1.value.accepted + $1.value.failed, $0.key
+            )
+        }
+        .prefix(Self.merchantBreakdownLimit)
+        .map { merchantID, row in
             .object([
-                "generatedAt": .time(call.now), "summary": .object(summary), "recentFailures": .array(failures),
-                "stuckOrders": .array(stuck), "metrics": .array(families.map(Self.familyJSON)),
-            ]))
+                "merchantId": .string(merchantID), "openOrders": .number(Double(row.open)),
+                "pushesAccepted": .number(row.accepted), "pushesFailed": .number(row.failed),
+            ])
+        }
+    }
+
+    private static func sendingJSON(_ status: PushSendingStatus) -> JSONValue {
+        .object([
+            "sender": .string(status.sender.rawValue), "apps": .array(status.apps.map(JSONValue.string)),
+            "environments": .array(
+                status.environments.map { environment in
+                    .object([
+                        "environment": .string(environment.environment.rawValue),
+                        "state": environment.pausedUntil == nil ? "sending" : "paused",
+                        "pausedUntil": .time(environment.pausedUntil), "reason": .optional(environment.reason),
+                        "confirmed": .bool(environment.confirmed),
+                    ])
+                }),
+        ])
     }
 
     private static func familyJSON(_ family: MetricsRegistry.Family) -> JSONValue {

@@ -23,6 +23,10 @@ public struct DeliveryServiceConfiguration: Sendable {
     public var rateLimits: RateLimits
     /// The least time between two pushes that a ride's positions cause to one order's activities.
     public var ridePushInterval: TimeInterval
+    /// Seconds between two samples of the dashboard's history (see `DashboardHistory`).
+    public var historyStep: TimeInterval
+    /// The name this process goes by on the dashboard: with several nodes, each keeps its own history.
+    public var nodeName: String
 
     /// - Parameters:
     ///   - projection: default `ProjectionConfiguration()`.
@@ -32,12 +36,16 @@ public struct DeliveryServiceConfiguration: Sendable {
     ///   - trackingTokenLifetime: default 7 days.
     ///   - rateLimits: default `RateLimits()`.
     ///   - ridePushInterval: default 30 seconds.
+    ///   - historyStep: default 10 seconds (an hour of samples, and a day of one a minute).
+    ///   - nodeName: default `deliveryd`.
     public init(
         projection: ProjectionConfiguration = ProjectionConfiguration(), defaultBundleID: String? = nil,
         idempotencyLifetime: TimeInterval = 86_400, knownBundleIDs: Set<String>? = nil,
         trackingTokenLifetime: TimeInterval = 7 * 86_400, rateLimits: RateLimits = RateLimits(),
-        ridePushInterval: TimeInterval = 30
+        ridePushInterval: TimeInterval = 30, historyStep: TimeInterval = 10, nodeName: String = "deliveryd"
     ) {
+        self.historyStep = historyStep
+        self.nodeName = nodeName
         self.ridePushInterval = ridePushInterval
         self.rateLimits = rateLimits
         self.trackingTokenLifetime = trackingTokenLifetime
@@ -65,6 +73,10 @@ public struct DeliveryService: Sendable {
     let limiters: Limiters
     /// Riders' positions between two stores of their rides.
     public let rides: RideTracker
+    /// The dashboard's curves, sampled by `recordHistorySample`.
+    public let history: MetricsHistory
+    let sendingStatus: @Sendable (Date) -> PushSendingStatus
+    let startedAt: Date
 
     /// The buckets behind `configuration.rateLimits`.
     struct Limiters: Sendable {
@@ -80,12 +92,17 @@ public struct DeliveryService: Sendable {
     ///   - clock: the time of each request (tests pass a fixed one).
     ///   - registry: the process's metrics, served by `/metrics` and `/v1/admin/stats`.
     ///   - logger: where unexpected failures are reported; clients only see `500 internal`.
+    ///   - sendingStatus: how pushes leave the process at a time, for the dashboard (default: the log sender).
     public init(
         store: any DeliveryStore, configuration: DeliveryServiceConfiguration = DeliveryServiceConfiguration(),
         sealingKey: SealingKey = .generate(), outboxSignal: OutboxSignal? = nil,
         clock: @escaping @Sendable () -> Date = { Date() },
-        registry: MetricsRegistry = MetricsRegistry(), logger: Logger = Logger(label: "api")
+        registry: MetricsRegistry = MetricsRegistry(), logger: Logger = Logger(label: "api"),
+        sendingStatus: @escaping @Sendable (Date) -> PushSendingStatus = { _ in .logSender }
     ) {
+        self.history = DashboardHistory.make(step: configuration.historyStep)
+        self.sendingStatus = sendingStatus
+        self.startedAt = clock()
         self.store = store
         self.configuration = configuration
         self.projector = LiveActivityProjector(configuration: configuration.projection)
@@ -130,6 +147,7 @@ public struct DeliveryService: Sendable {
         route(&router, "POST", "/v1/riders/{riderId}/position", postRiderPosition)
         route(&router, "POST", "/v1/orders/{id}/tracking-token", reissueTrackingToken)
         route(&router, "GET", "/v1/orders/{id}/pushes", showPushes)
+        route(&router, "GET", "/v1/orders/{id}/timeline", showTimeline)
         route(&router, "PUT", "/v1/orders/{id}/activities/{activityId}", idempotent: true, registerActivity)
         route(&router, "DELETE", "/v1/orders/{id}/activities/{activityId}", endActivity)
         route(
@@ -146,6 +164,7 @@ public struct DeliveryService: Sendable {
         route(&router, "POST", "/v1/admin/dead-letters/replay", idempotent: true, replayDeadLetters)
         route(&router, "GET", "/metrics", showMetrics)
         route(&router, "GET", "/v1/admin/stats", showStats)
+        route(&router, "GET", "/v1/admin/orders", searchOrders)
         let dashboard = AdminDashboard.response
         router.add("GET", "/admin", execution: .inline) { _ in dashboard }
         return router

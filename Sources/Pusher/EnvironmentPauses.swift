@@ -14,6 +14,8 @@ import Synchronization
 public final class EnvironmentPauses: Sendable {
     private struct State {
         var until: [PushEnvironment: Date] = [:]
+        /// What APNs answered that started the running pause.
+        var reasons: [PushEnvironment: String] = [:]
         /// The next pause's length: doubles while APNs keeps refusing, reset by a delivered push.
         var nextLength: [PushEnvironment: TimeInterval] = [:]
         var confirmed: Set<PushEnvironment> = []
@@ -34,17 +36,42 @@ public final class EnvironmentPauses: Sendable {
         state.withLock { state in state.until[environment].flatMap { $0 > now ? $0 : nil } }
     }
 
+    /// One environment as an operator needs to see it: whether pushes go out, and if not, why and until when.
+    public struct Status: Sendable, Hashable {
+        public let environment: PushEnvironment
+        /// When sending resumes; `nil` while sending.
+        public let pausedUntil: Date?
+        /// The APNs answer that paused it.
+        public let reason: String?
+        /// Whether a push was delivered there since the process started.
+        public let confirmed: Bool
+    }
+
+    /// Both environments at `now`.
+    public func statuses(now: Date) -> [Status] {
+        state.withLock { state in
+            PushEnvironment.allCases.map { environment in
+                let until = state.until[environment].flatMap { $0 > now ? $0 : nil }
+                return Status(
+                    environment: environment, pausedUntil: until,
+                    reason: until == nil ? nil : state.reasons[environment],
+                    confirmed: state.confirmed.contains(environment))
+            }
+        }
+    }
+
     /// Pauses `environment` unless a pause runs already.
     /// - Returns: when sending resumes, and the length of the pause when this call started it.
-    func pause(_ environment: PushEnvironment, now: Date, first: TimeInterval, maximum: TimeInterval) -> (
-        until: Date, startedLength: TimeInterval?
-    ) {
+    func pause(
+        _ environment: PushEnvironment, reason: String, now: Date, first: TimeInterval, maximum: TimeInterval
+    ) -> (until: Date, startedLength: TimeInterval?) {
         state.withLock { state in
             if let until = state.until[environment], until > now { return (until, nil) }
             let length = state.nextLength[environment] ?? first
             state.nextLength[environment] = min(length * 2, maximum)
             let until = now.addingTimeInterval(length)
             state.until[environment] = until
+            state.reasons[environment] = reason
             return (until, length)
         }
     }

@@ -13,6 +13,7 @@ public struct PushMetrics: Sendable {
     let changeToAnswer: Histogram
     let apnsRoundTrip: Histogram
     let environmentPauses: Counter
+    let merchantPushes: Counter
 
     public init(registry: MetricsRegistry) {
         pushes = registry.counter(
@@ -26,6 +27,10 @@ public struct PushMetrics: Sendable {
             "deliveryd_tokens_removed_total", help: "Push tokens removed because APNs or the lifetime ended them.",
             labels: ["reason"])
         activityEvents = Self.activityEvents(registry)
+        merchantPushes = registry.counter(
+            "deliveryd_merchant_pushes_total",
+            help: "Pushes answered by APNs (or not reached), by merchant and whether APNs accepted them.",
+            labels: ["merchant", "result"])
         environmentPauses = registry.counter(
             "deliveryd_apns_environment_pauses_total",
             help: "Times sending to an APNs environment was paused because APNs refused our credentials or topic.",
@@ -43,7 +48,7 @@ public struct PushMetrics: Sendable {
         registry.counter(
             "deliveryd_live_activity_events_total",
             help:
-                "Live Activities registered, rotated, started remotely, updated, ended, removed by the system or the user.",
+                "Live Activities registered, rotated, started remotely, updated, ended, expired, removed by the system or the user.",
             labels: ["event"])
     }
 }

@@ -260,7 +260,12 @@ public final class PushWorker {
         for (completion, didRemove) in zip(completions, removed) where didRemove {
             if case .activity(_, let reason, _)? = completion.removal {
                 metrics.tokensRemoved.increment([reason == "ended" ? "activity_ended" : reason])
-                if reason != "ended" { metrics.activityEvents.increment(["removed_by_system"]) }
+                // The 8 hours iOS gives an activity are apart from a token APNs says is gone.
+                if reason == "expired" {
+                    metrics.activityEvents.increment(["expired"])
+                } else if reason != "ended" {
+                    metrics.activityEvents.increment(["removed_by_system"])
+                }
             } else {
                 metrics.tokensRemoved.increment([completion.attempt?.reason ?? "unknown"])
             }
@@ -337,7 +342,8 @@ public final class PushWorker {
             orderID: item.orderID, targetID: Self.targetLabel(item.target), event: event,
             priority: entry.push.headers.priority, httpStatus: response.status,
             reason: response.reason?.description ?? response.transportError, apnsID: response.apnsID,
-            latencyMilliseconds: Int(response.latencySeconds * 1000), attemptedAt: sentAt, requestID: item.requestID
+            latencyMilliseconds: Int(response.latencySeconds * 1000), attemptedAt: sentAt, requestID: item.requestID,
+            contentState: String(decoding: planner.projector.encode(entry.push.contentState), as: UTF8.self)
         )
         metrics.apnsRoundTrip.observe(response.latencySeconds)
         metrics.changeToAnswer.observe(max(0, Date().timeIntervalSince(item.createdAt)))
@@ -353,8 +359,10 @@ public final class PushWorker {
             "device.token.prefix": .string(String(entry.token.prefix(8))),
         ]
         if case .delivered = action {
+            metrics.merchantPushes.increment([entry.merchantID, "accepted"])
             logger.debug("push.accepted", fields)
         } else {
+            metrics.merchantPushes.increment([entry.merchantID, "failed"])
             let label =
                 response.reason?.description
                 ?? (response.status == nil ? "transport" : "status_\(response.status ?? 0)")
@@ -421,7 +429,7 @@ public final class PushWorker {
     /// runs, after which they become dead letters an admin can replay once the setting is fixed).
     private func pause(_ environment: PushEnvironment, reason: String, now: Date) -> Date {
         let (until, started) = pauses.pause(
-            environment, now: now, first: configuration.firstPause, maximum: configuration.maximumPause)
+            environment, reason: reason, now: now, first: configuration.firstPause, maximum: configuration.maximumPause)
         guard let length = started else { return until }
         metrics.environmentPauses.increment([environment.rawValue, reason])
         logger.error(

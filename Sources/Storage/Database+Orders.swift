@@ -225,6 +225,31 @@ extension Database {
         }
     }
 
+    /// Orders whose id or number is `text` exactly, newest first: what support staff type when a
+    /// customer calls (a number can repeat across merchants).
+    public func orderIDs(matching text: String, limit: Int) throws(StorageError) -> [String] {
+        try read { connection in
+            try connection.cached(
+                "SELECT id FROM orders WHERE id = ?1 OR number = ?1 ORDER BY created_at DESC, id LIMIT ?2"
+            ).rows([.text(text), .integer(Int64(limit))]) { $0.text(0) ?? "" }
+        }
+    }
+
+    /// Open orders per merchant, most first.
+    public func openOrderCountsByMerchant(limit: Int) throws(StorageError) -> [MerchantOpenOrders] {
+        try read { connection in
+            try connection.cached(
+                """
+                SELECT merchant_id, count(*) FROM orders
+                WHERE status IN ('placed', 'preparing', 'pickup', 'delivering')
+                GROUP BY merchant_id ORDER BY count(*) DESC, merchant_id LIMIT ?
+                """
+            ).rows([.integer(Int64(limit))]) { row in
+                MerchantOpenOrders(merchantID: row.text(0) ?? "", openOrders: Int(row.int(1) ?? 0))
+            }
+        }
+    }
+
     static func insert(_ event: OrderEvent, requestID: String? = nil, _ connection: SQLiteConnection) throws -> Int64 {
         try connection.cached(
             """

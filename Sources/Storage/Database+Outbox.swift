@@ -158,8 +158,8 @@ extension Database {
         try connection.cached(
             """
             INSERT INTO push_log (order_id, target_id, event, priority, http_status, reason, apns_id, latency_ms,
-                attempted_at, request_id)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                attempted_at, request_id, content_state)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """
         ).run([
             .text(attempt.orderID), .text(attempt.targetID), .text(attempt.event), .integer(Int64(attempt.priority)),
@@ -167,6 +167,7 @@ extension Database {
             attempt.apnsID.map(SQLiteValue.text) ?? .null,
             attempt.latencyMilliseconds.map { .integer(Int64($0)) } ?? .null,
             .integer(attempt.attemptedAt.storageMilliseconds), attempt.requestID.map(SQLiteValue.text) ?? .null,
+            attempt.contentState.map(SQLiteValue.text) ?? .null,
         ])
     }
 
@@ -214,14 +215,16 @@ extension Database {
     }
 
     private static let pushLogColumns =
-        "order_id, target_id, event, priority, http_status, reason, apns_id, latency_ms, attempted_at, request_id"
+        "order_id, target_id, event, priority, http_status, reason, apns_id, latency_ms, attempted_at, request_id, "
+        + "content_state"
 
     private static func decodePushAttempt(_ row: SQLiteRow) -> PushAttempt {
         PushAttempt(
             orderID: row.text(0) ?? "", targetID: row.text(1) ?? "", event: row.text(2) ?? "",
             priority: Int(row.int(3) ?? 0), httpStatus: row.int(4).map { Int($0) }, reason: row.text(5),
             apnsID: row.text(6), latencyMilliseconds: row.int(7).map { Int($0) },
-            attemptedAt: Date(storageMilliseconds: row.int(8) ?? 0), requestID: row.text(9)
+            attemptedAt: Date(storageMilliseconds: row.int(8) ?? 0), requestID: row.text(9),
+            contentState: row.text(10)
         )
     }
 

@@ -22,6 +22,8 @@ public protocol DeliveryStore: Sendable {
     ) throws(StorageError) -> StoredChange
     func events(orderID: String) throws(StorageError) -> [OrderEvent]
     func orderCountsByStatus() throws(StorageError) -> [OrderStatus: Int]
+    func orderIDs(matching text: String, limit: Int) throws(StorageError) -> [String]
+    func openOrderCountsByMerchant(limit: Int) throws(StorageError) -> [MerchantOpenOrders]
 
     // Activities and push-to-start tokens.
     func registerActivity(

@@ -150,11 +150,16 @@ public struct PushAttempt: Sendable, Hashable {
     public let attemptedAt: Date
     /// The HTTP request whose change caused this push.
     public let requestID: String?
+    /// The Live Activity `content-state` the push carried, as JSON: the public projection, what
+    /// the phone showed (support staff read it in an order's timeline).
+    public let contentState: String?
 
     public init(
         orderID: String, targetID: String, event: String, priority: Int, httpStatus: Int?, reason: String?,
-        apnsID: String?, latencyMilliseconds: Int?, attemptedAt: Date, requestID: String? = nil
+        apnsID: String?, latencyMilliseconds: Int?, attemptedAt: Date, requestID: String? = nil,
+        contentState: String? = nil
     ) {
+        self.contentState = contentState
         self.requestID = requestID
         self.orderID = orderID
         self.targetID = targetID
@@ -225,5 +230,16 @@ extension Date {
 
     init(storageMilliseconds: Int64) {
         self.init(timeIntervalSince1970: Double(storageMilliseconds) / 1000)
+    }
+}
+
+/// How many open orders one merchant has: the dashboard's per-merchant breakdown.
+public struct MerchantOpenOrders: Sendable, Hashable {
+    public let merchantID: String
+    public let openOrders: Int
+
+    public init(merchantID: String, openOrders: Int) {
+        self.merchantID = merchantID
+        self.openOrders = openOrders
     }
 }

@@ -45,7 +45,7 @@ extension MetricsRegistry {
         return buckets.last
     }
 
-    static func number(_ value: Double) -> String {
+    public static func number(_ value: Double) -> String {
         if value.isNaN { return "NaN" }
         if value.isInfinite { return value > 0 ? "+Inf" : "-Inf" }
         if value.rounded() == value, abs(value) < 1e15 { return String(Int64(value)) }

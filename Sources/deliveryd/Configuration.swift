@@ -39,6 +39,9 @@ struct Configuration: Sendable {
     var idleTimeoutSeconds = 60
     var pushLeaseSeconds = 30
     var pushWorkers = 2
+    var historyIntervalSeconds = 10.0
+    /// `nil`: the host's name.
+    var nodeName: String?
     /// Further apps with keys of their own: bundle id → key file, key id, team id.
     var apnsApps: [AppKey] = []
 
@@ -312,6 +315,28 @@ struct Configuration: Sendable {
             flag: "--push-workers", environment: "DELIVERYD_PUSH_WORKERS", range: 1...16,
             help: "push workers sending side by side, each with its own APNs connections (default 2)",
             keyPath: \.pushWorkers
+        ),
+        Setting(
+            flag: "--history-interval", environment: "DELIVERYD_HISTORY_INTERVAL", placeholder: "SECONDS",
+            help:
+                "seconds between two samples of the dashboard's history; 360 are kept, and 1,440 of every sixth (default 10: an hour and a day)",
+            isSecret: false,
+            apply: { config, value throws(ConfigurationError) in
+                guard let seconds = Double(value), seconds.isFinite, (0.01...600).contains(seconds) else {
+                    throw .invalid("--history-interval", value, "expected seconds from 0.01 to 600")
+                }
+                config.historyIntervalSeconds = seconds
+            }, current: { String($0.historyIntervalSeconds) }
+        ),
+        Setting(
+            flag: "--node-name", environment: "DELIVERYD_NODE_NAME", placeholder: "NAME",
+            help: "the name this process shows on the dashboard (default: the host's name)", isSecret: false,
+            apply: { config, value throws(ConfigurationError) in
+                guard (1...64).contains(value.utf8.count),
+                    value.allSatisfy({ $0.isLetter || $0.isNumber || "-_.:".contains($0) })
+                else { throw .invalid("--node-name", value, "expected 1 to 64 letters, digits, - _ . or :") }
+                config.nodeName = value
+            }, current: { $0.nodeName ?? "(host name)" }
         ),
         integerSetting(
             flag: "--push-lease", environment: "DELIVERYD_PUSH_LEASE", range: 1...600,

@@ -172,6 +172,10 @@ let projectionConfiguration = ProjectionConfiguration(
     highPriorityBudgetPerHour: configuration.highPriorityBudget
 )
 let outboxSignal = OutboxSignal()
+let environmentPauses = EnvironmentPauses()
+/// Whether pushes go to APNs: an app key is configured; without one the log sender records them.
+let usesAPNs = configuration.apnsKeyFile != nil || !configuration.apnsApps.isEmpty
+let apnsApps = [configuration.apnsTopic].compactMap { $0 } + configuration.apnsApps.map(\.bundleID)
 let service = DeliveryService(
     store: storage,
     configuration: DeliveryServiceConfiguration(
@@ -190,10 +194,27 @@ let service = DeliveryService(
                 burst: Double(2 * configuration.requestsPerCredential),
                 perSecond: Double(configuration.requestsPerCredential)),
             activitiesPerOrder: configuration.activitiesPerOrder, devicesPerCustomer: configuration.devicesPerCustomer),
-        ridePushInterval: Double(configuration.ridePushIntervalSeconds)),
+        ridePushInterval: Double(configuration.ridePushIntervalSeconds),
+        historyStep: configuration.historyIntervalSeconds,
+        nodeName: configuration.nodeName ?? ProcessInfo.processInfo.hostName),
     sealingKey: sealingKey, outboxSignal: outboxSignal, registry: registry,
-    logger: Logger(label: "api", minimumLevel: configuration.logLevel)
+    logger: Logger(label: "api", minimumLevel: configuration.logLevel),
+    sendingStatus: { now in
+        guard usesAPNs else { return .logSender }
+        return PushSendingStatus(
+            sender: .apns, apps: apnsApps,
+            environments: environmentPauses.statuses(now: now).map {
+                PushSendingStatus.Environment(
+                    environment: $0.environment, pausedUntil: $0.pausedUntil, reason: $0.reason,
+                    confirmed: $0.confirmed)
+            })
+    }
 )
+/// Samples the dashboard's history: its curves survive a reload and are the same for every operator.
+let historyTimer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
+historyTimer.schedule(deadline: .now(), repeating: configuration.historyIntervalSeconds)
+historyTimer.setEventHandler { service.recordHistorySample() }
+historyTimer.resume()
 /// Stores the rides whose positions are due, four times a second: the delay a ride's push may add
 /// to its interval, and the batch its stores commit in.
 let rideTimer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
@@ -292,7 +313,6 @@ do {
     logger.error("apns.key_unusable", ["error": .string("\(error)")])
     exit(1)
 }
-let usesAPNs = signingKey != nil || !appKeys.isEmpty
 if usesAPNs {
     logger.info(
         "pusher.started",
@@ -320,7 +340,6 @@ let appTokens = Dictionary(
     uniqueKeysWithValues: appKeys.map {
         ($0.bundleID, ProviderTokenCache(key: $0.key, keyID: $0.keyID, teamID: $0.teamID))
     })
-let environmentPauses = EnvironmentPauses()
 
 /// The push workers drain the outbox side by side, each with its own connections and leases (the
 /// claim never gives two workers rows of one activity); a crash or stop mid-batch loses nothing.

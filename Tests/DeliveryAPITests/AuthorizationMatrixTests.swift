@@ -65,6 +65,7 @@ let matrix: [MatrixRow] = [
         [401, 403, 403, 403, 403, 202, 403, 403, 403, 403, 401]),
     MatrixRow("POST", "/v1/orders/{order}/tracking-token", [401, 404, 404, 404, 201, 403, 403, 201, 403, 404, 401]),
     MatrixRow("GET", "/v1/orders/{order}/pushes", [401, 404, 404, 404, 200, 200, 403, 200, 403, 404, 401]),
+    MatrixRow("GET", "/v1/orders/{order}/timeline", [401, 404, 404, 404, 200, 200, 403, 200, 403, 404, 401]),
     MatrixRow(
         "PUT", "/v1/orders/{order}/activities/a-2",
         body: { _ in ["pushToken": pushToken, "environment": "development"] },
@@ -103,6 +104,8 @@ let matrix: [MatrixRow] = [
     ),
     MatrixRow("GET", "/metrics", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401]),
     MatrixRow("GET", "/v1/admin/stats", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401]),
+    MatrixRow("GET", "/v1/admin/stats?history=all", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401]),
+    MatrixRow("GET", "/v1/admin/orders?q=1001", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401]),
     MatrixRow("GET", "/admin", [200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200]),
     MatrixRow("GET", "/healthz", [200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200]),
     MatrixRow("GET", "/readyz", [200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200]),
@@ -117,7 +120,8 @@ struct AuthorizationMatrixTests {
         let rows = Set(
             matrix.map { row in
                 "\(row.method) "
-                    + row.path.split(separator: "/", omittingEmptySubsequences: false).map { segment in
+                    + row.path.prefix { $0 != "?" }.split(separator: "/", omittingEmptySubsequences: false).map {
+                        segment in
                         switch segment {
                         case "{order}": "{id}"
                         case "{spareKey}": "{id}"

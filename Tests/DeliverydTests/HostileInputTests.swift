@@ -135,6 +135,22 @@ struct HostileInputTests {
                 body: ["ids": [1, 2]], bearer: Self.adminKey),
             Sample(operation: "GET /metrics", path: "/metrics", body: nil, bearer: Self.adminKey),
             Sample(operation: "GET /v1/admin/stats", path: "/v1/admin/stats", body: nil, bearer: Self.adminKey),
+            Sample(
+                operation: "GET /v1/admin/stats", path: "/v1/admin/stats?historySince=-99999999999999999999",
+                body: nil, bearer: Self.adminKey),
+            Sample(
+                operation: "GET /v1/admin/stats", path: "/v1/admin/stats?history=all&history=%FF", body: nil,
+                bearer: Self.adminKey),
+            Sample(
+                operation: "GET /v1/orders/{id}/timeline", path: "/v1/orders/\(order)/timeline", body: nil,
+                bearer: merchant),
+            Sample(
+                operation: "GET /v1/admin/orders", path: "/v1/admin/orders?q=%FF%FE%00", body: nil,
+                bearer: Self.adminKey),
+            Sample(
+                operation: "GET /v1/admin/orders",
+                path: "/v1/admin/orders?q=\(String(repeating: "%41", count: 4_000))", body: nil,
+                bearer: Self.adminKey),
             Sample(operation: "GET /admin", path: "/admin", body: nil, bearer: Self.adminKey),
         ]
         #expect(Set(samples.map(\.operation)) == (try OpenAPIOperations.all()), "a documented route has no sample")
