@@ -21,7 +21,10 @@ deadline = time.time() + 120
 for _ in range(count):
     if time.time() > deadline:
         break
-    connection = socket.create_connection(("127.0.0.1", port), timeout=10)
+    # Spread over 127.0.0.2-127.0.0.201 (100 per address for 20,000): the server caps
+    # connections per client address (256 by default), and real idle clients come from many.
+    source = f"127.0.0.{2 + len(held) % 200}"
+    connection = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0))
     connection.sendall(REQUEST)
     answer = connection.recv(4096)
     if not answer.startswith(b"HTTP/1.1 200"):

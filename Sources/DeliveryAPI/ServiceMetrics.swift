@@ -59,7 +59,7 @@ struct APIMetrics: Sendable {
 public enum HTTPMetrics {
     public static func register(
         in registry: MetricsRegistry, statistics: @escaping @Sendable () -> RequestStatistics,
-        openConnections: @escaping @Sendable () -> Int
+        connections: @escaping @Sendable () -> ConnectionStatistics
     ) {
         let requests = registry.counter(
             "deliveryd_http_requests_total", help: "HTTP requests answered, by method, route and status.",
@@ -67,7 +67,18 @@ public enum HTTPMetrics {
         let duration = registry.histogram(
             "deliveryd_http_request_duration_seconds", help: "Time to answer an HTTP request, by method and route.",
             labels: ["method", "route"], buckets: RequestStatistics.durationBuckets)
-        let connections = registry.gauge("deliveryd_http_open_connections", help: "Open client connections.")
+        let open = registry.gauge("deliveryd_http_open_connections", help: "Open client connections.")
+        let limit = registry.gauge(
+            "deliveryd_http_connection_limit",
+            help: "The most client connections held at once: the configured cap, lowered to fit the open-file limit.")
+        let refused = registry.counter(
+            "deliveryd_http_connections_refused_total",
+            help:
+                "Connections closed as soon as accepted: the server was full (limit) or their address was (per_address).",
+            labels: ["reason"])
+        let acceptPauses = registry.counter(
+            "deliveryd_http_accept_pauses_total",
+            help: "Times accepting paused for a moment because the process ran out of descriptors or memory.")
         registry.addCollector {
             let current = statistics()
             requests.setAll(
@@ -79,7 +90,13 @@ public enum HTTPMetrics {
                 current.durations.map {
                     ([$0.key.method, $0.key.route ?? "unmatched"], $0.value.bucketCounts, $0.value.sum, $0.value.count)
                 }.sorted { $0.0.lexicographicallyPrecedes($1.0) })
-            connections.set(Double(openConnections()))
+            let held = connections()
+            open.set(Double(held.open))
+            limit.set(Double(held.limit))
+            refused.setAll([
+                (["limit"], Double(held.refusedAtLimit)), (["per_address"], Double(held.refusedPerAddress)),
+            ])
+            acceptPauses.setAll([([], Double(held.acceptPauses))])
         }
     }
 }

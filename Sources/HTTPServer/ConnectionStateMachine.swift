@@ -60,6 +60,8 @@ struct ConnectionStateMachine {
     /// When the first byte of the request in progress arrived.
     private var requestStarted: UInt64?
     private var lastActivity: UInt64
+    /// Whether the client sent anything yet.
+    private var hasReceived = false
     private var writeProgress: UInt64
 
     init(limits: HTTPLimits, timeouts: Timeouts, now: UInt64) {
@@ -81,6 +83,7 @@ struct ConnectionStateMachine {
         // Closing: the last answer is queued and nothing after it will be read.
         guard state == .open || isWaitingForHandler, !inputClosed else { return }
         if requestStarted == nil { requestStarted = now }
+        hasReceived = true
         lastActivity = now
         parser.append(bytes)
         processBuffered(now: now, into: &actions)
@@ -139,7 +142,9 @@ struct ConnectionStateMachine {
                 actions.append(.stopReading)
                 beginClosing(into: &actions)
             }
-        } else if isIdle, now - lastActivity > timeouts.idle {
+        } else if isIdle, now - lastActivity > (hasReceived ? timeouts.idle : timeouts.request) {
+            // A client that never sent a byte gets the request timeout, not the keep-alive one: a
+            // silent socket is holding a slot, not resting between requests.
             closeNow(into: &actions)
         }
     }

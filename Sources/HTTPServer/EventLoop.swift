@@ -38,11 +38,6 @@ final class LoopMailbox: Sendable {
     func wake() { Posix.addToEventCounter(wakeFD) }
 }
 
-/// Open connections across every loop, for the connection cap.
-final class ConnectionCounter: Sendable {
-    let value = Atomic<Int>(0)
-}
-
 /// One connection: its socket, its queued output, and its state machine. Owned by its loop's thread.
 private final class Connection {
     let fd: Int32
@@ -75,7 +70,9 @@ final class EventLoop {
     private let mailbox: LoopMailbox
     private let router: Router
     private let configuration: HTTPServerConfiguration
-    private let openConnections: ConnectionCounter
+    private let connectionTable: ConnectionTable
+    /// While accepting is paused (descriptors ran out): when to watch the listener again.
+    private var acceptResumesAt: UInt64?
     private var recorder: RequestRecorder
     private let handlerPool: HandlerPool
     private var connections: [Int32: Connection] = [:]
@@ -90,7 +87,7 @@ final class EventLoop {
 
     init(
         listenerFD: Int32, mailbox: LoopMailbox, router: Router, configuration: HTTPServerConfiguration,
-        openConnections: ConnectionCounter, statistics: LoopStatistics, handlerPool: HandlerPool,
+        connectionTable: ConnectionTable, statistics: LoopStatistics, handlerPool: HandlerPool,
         accessLog: AccessLogConfiguration?
     ) throws(SystemError) {
         let fd = epoll_create1(Int32(EPOLL_CLOEXEC))
@@ -100,7 +97,7 @@ final class EventLoop {
         self.mailbox = mailbox
         self.router = router
         self.configuration = configuration
-        self.openConnections = openConnections
+        self.connectionTable = connectionTable
         self.recorder = RequestRecorder(router: router, statistics: statistics, accessLog: accessLog)
         self.timeouts = ConnectionStateMachine.Timeouts(
             request: UInt64(configuration.requestTimeout * 1e9), idle: UInt64(configuration.idleTimeout * 1e9),
@@ -141,6 +138,7 @@ final class EventLoop {
                     }
                 }
             }
+            if let resumesAt = acceptResumesAt, now >= resumesAt { resumeAccepting() }
             if mailbox.stopRequested.load(ordering: .acquiring) { beginStop(now: now) }
             if now - lastSweep > 250_000_000 {
                 sweep(now: now)
@@ -169,18 +167,22 @@ final class EventLoop {
     }
 
     private func acceptAll(now: UInt64) {
-        guard let listenerFD else { return }
+        guard let listenerFD, acceptResumesAt == nil else { return }
         for _ in 0..<64 {
             let accepted: (fd: Int32, peer: UInt32)?
             do {
                 accepted = try Posix.accept(listenerFD)
             } catch {
-                return  // EMFILE, ECONNABORTED and friends: try again on the next readiness
+                switch error.errno {
+                case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                    pauseAccepting(now: now)
+                    return
+                default:
+                    continue  // ECONNABORTED and friends: that client is gone, the next may be fine
+                }
             }
             guard let (fd, peer) = accepted else { return }
-            guard openConnections.value.wrappingAdd(1, ordering: .relaxed).oldValue < configuration.maxConnections
-            else {
-                openConnections.value.wrappingSubtract(1, ordering: .relaxed)
+            guard connectionTable.admit(peer) == nil else {
                 Posix.close(fd)
                 continue
             }
@@ -188,7 +190,7 @@ final class EventLoop {
                 (try? Posix.epollControl(
                     epollFD, EPOLL_CTL_ADD, fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)) != nil
             else {
-                openConnections.value.wrappingSubtract(1, ordering: .relaxed)
+                connectionTable.release(peer)
                 Posix.close(fd)
                 continue
             }
@@ -200,6 +202,29 @@ final class EventLoop {
             connections[fd] = connection
         }
     }
+
+    /// Stops watching the listener for a moment: the process is out of descriptors (or memory), and
+    /// a level-triggered listener would report the waiting clients again at once, spinning the loop.
+    /// Pending clients wait in the backlog meanwhile; closed connections free descriptors.
+    private func pauseAccepting(now: UInt64) {
+        guard let listenerFD else { return }
+        connectionTable.acceptPaused()
+        try? Posix.epollControl(epollFD, EPOLL_CTL_DEL, listenerFD, events: 0)
+        acceptResumesAt = now + Self.acceptPause
+    }
+
+    private func resumeAccepting() {
+        acceptResumesAt = nil
+        guard let listenerFD else { return }
+        do {
+            try Posix.epollControl(epollFD, EPOLL_CTL_ADD, listenerFD, events: EPOLLIN.rawValue)
+        } catch {
+            acceptResumesAt = Posix.monotonicNanoseconds() + Self.acceptPause  // no memory for the watch yet
+        }
+    }
+
+    /// How long accepting pauses after running out of descriptors.
+    private static let acceptPause: UInt64 = 100_000_000
 
     private func handle(_ connection: Connection, flags: UInt32, now: UInt64) {
         if connection.readingStopped, flags & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 {
@@ -391,7 +416,7 @@ final class EventLoop {
         guard connections.removeValue(forKey: connection.fd) != nil else { return }
         // Closing the descriptor removes it from the epoll set; no `EPOLL_CTL_DEL` needed.
         Posix.close(connection.fd)
-        openConnections.value.wrappingSubtract(1, ordering: .relaxed)
+        connectionTable.release(connection.peer)
     }
 
     /// Lets every connection's machine check its timeouts (408, idle keep-alives, stalled writers).

@@ -13,7 +13,7 @@ public final class HTTPServer: Sendable {
     private let accessLog: AccessLogConfiguration?
     private let mailboxes: [LoopMailbox]
     private let listeners: [Int32]
-    private let openConnections = ConnectionCounter()
+    private let connectionTable: ConnectionTable
     private let statistics: [LoopStatistics]
     private let handlerPool: HandlerPool
     /// The address actually bound (the real port when asked for port 0).
@@ -26,7 +26,7 @@ public final class HTTPServer: Sendable {
         configuration: HTTPServerConfiguration, router: Router, accessLog: AccessLogConfiguration? = nil
     ) throws(SystemError) {
         signal(SIGPIPE, SIG_IGN)
-        _ = Posix.raiseOpenFileLimit(to: configuration.maxConnections + 1024)
+        let connectionLimit = try Self.connectionLimit(configuration)
         var listeners: [Int32] = []
         var address = configuration.address
         do {
@@ -45,6 +45,8 @@ public final class HTTPServer: Sendable {
         }
         self.listeners = listeners
         self.statistics = listeners.map { _ in LoopStatistics() }
+        self.connectionTable = ConnectionTable(
+            limit: connectionLimit, perAddressLimit: max(0, configuration.maxConnectionsPerAddress))
         self.handlerPool = HandlerPool(threadCount: configuration.handlerThreads)
         self.boundAddress = address
         self.configuration = configuration
@@ -53,7 +55,26 @@ public final class HTTPServer: Sendable {
     }
 
     /// Open client connections across all loops.
-    public var connectionCount: Int { openConnections.value.load(ordering: .relaxed) }
+    public var connectionCount: Int { connectionTable.count }
+
+    /// Connections open, the limit in force, and what was refused since start.
+    public var connectionStatistics: ConnectionStatistics { connectionTable.statistics }
+
+    /// The fewest descriptors left for connections; below it the server refuses to start.
+    static let minimumConnectionLimit = 16
+
+    /// `maxConnections`, lowered so that connections never take the descriptors the rest of the
+    /// process needs: the soft open-file limit is raised towards what the cap asks (up to the hard
+    /// limit), and `reservedDescriptors` of it are set aside. Running out of descriptors elsewhere
+    /// (a thread pool, the database) kills a process; a refused connection does not.
+    /// - Throws: `SystemError(function: "getrlimit", errno: EMFILE)` when fewer than 16 would be left.
+    static func connectionLimit(_ configuration: HTTPServerConfiguration) throws(SystemError) -> Int {
+        let reserve = max(0, configuration.reservedDescriptors)
+        let soft = Posix.raiseOpenFileLimit(to: configuration.maxConnections + reserve)
+        let available = soft - reserve
+        guard available >= minimumConnectionLimit else { throw SystemError(function: "getrlimit", errno: EMFILE) }
+        return min(configuration.maxConnections, available)
+    }
 
     /// Requests answered since start, by method, route and status, merged across the loops.
     public func requestStatistics() -> RequestStatistics {
@@ -70,7 +91,7 @@ public final class HTTPServer: Sendable {
         for ((listener, mailbox), statistics) in zip(zip(listeners, mailboxes), statistics) {
             let loop = try EventLoop(
                 listenerFD: listener, mailbox: mailbox, router: router, configuration: configuration,
-                openConnections: openConnections, statistics: statistics, handlerPool: handlerPool,
+                connectionTable: connectionTable, statistics: statistics, handlerPool: handlerPool,
                 accessLog: accessLog
             )
             let transfer = LoopTransfer(loop: loop)

@@ -179,16 +179,18 @@ enum Posix {
         return UInt16(bigEndian: address.sin_port)
     }
 
-    /// Raises the soft open-file limit towards `wanted` (bounded by the hard limit); returns the new soft limit.
+    /// Raises the soft open-file limit towards `wanted` (bounded by the hard limit); returns the soft
+    /// limit in force afterwards, read back (a refused raise leaves the old one), or 0 if unreadable.
     static func raiseOpenFileLimit(to wanted: Int) -> Int {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 0 }
-        let target = min(rlim_t(wanted), limit.rlim_max)
+        let target = min(rlim_t(max(0, wanted)), limit.rlim_max)
         if limit.rlim_cur < target {
-            limit.rlim_cur = target
-            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            var raised = limit
+            raised.rlim_cur = target
+            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
         }
-        return Int(limit.rlim_cur)
+        return Int(clamping: limit.rlim_cur)
     }
 
     static func monotonicNanoseconds() -> UInt64 {

@@ -33,6 +33,7 @@ struct Configuration: Sendable {
     var logLevel = Logger.Level.info
     var maxBodyBytes = 1024 * 1024
     var maxConnections = 20_000
+    var maxConnectionsPerAddress = 256
     var eventLoops = 2
     var handlerThreads = 64
     var requestTimeoutSeconds = 10
@@ -291,7 +292,15 @@ struct Configuration: Sendable {
         ),
         integerSetting(
             flag: "--max-connections", environment: "DELIVERYD_MAX_CONNECTIONS", range: 16...1_000_000,
-            help: "open client connections at most (default 20000)", keyPath: \.maxConnections
+            help:
+                "open client connections at most; lowered to fit the open-file limit with 256 descriptors to spare (default 20000)",
+            keyPath: \.maxConnections
+        ),
+        integerSetting(
+            flag: "--max-connections-per-address", environment: "DELIVERYD_MAX_CONNECTIONS_PER_ADDRESS",
+            range: 0...1_000_000,
+            help: "open connections one client address may hold; 0 for no cap; raise it behind a proxy (default 256)",
+            keyPath: \.maxConnectionsPerAddress
         ),
         integerSetting(
             flag: "--event-loops", environment: "DELIVERYD_EVENT_LOOPS", range: 1...64,

@@ -234,7 +234,8 @@ do {
             limits: HTTPLimits(maxBodyBytes: configuration.maxBodyBytes),
             requestTimeout: Double(configuration.requestTimeoutSeconds),
             idleTimeout: Double(configuration.idleTimeoutSeconds),
-            maxConnections: configuration.maxConnections
+            maxConnections: configuration.maxConnections,
+            maxConnectionsPerAddress: configuration.maxConnectionsPerAddress
         ),
         router: service.router(),
         accessLog: accessLog
@@ -246,8 +247,17 @@ do {
     printError("deliveryd: cannot listen on \(configuration.listen): \(error)")
     exit(1)
 }
+if server.connectionStatistics.limit < configuration.maxConnections {
+    logger.warning(
+        "http.connection_limit_lowered",
+        [
+            "config.max_connections": .int(configuration.maxConnections),
+            "http.connection_limit": .int(server.connectionStatistics.limit),
+            "note": "the open-file limit allows no more; raise it (ulimit -n, LimitNOFILE) for more connections",
+        ])
+}
 HTTPMetrics.register(
-    in: registry, statistics: { server.requestStatistics() }, openConnections: { server.connectionCount })
+    in: registry, statistics: { server.requestStatistics() }, connections: { server.connectionStatistics })
 StorageMetrics.register(in: registry, statistics: storage.commitStatistics)
 
 signal(SIGTERM, SIG_IGN)

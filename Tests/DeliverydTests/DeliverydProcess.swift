@@ -44,9 +44,11 @@ final class DeliverydProcess {
     ///   - port: default a random one; a restart passes the previous process's port.
     ///   - clockShift: seconds that the process's wall clock runs ahead, through libfaketime (from
     ///     `make test`'s packages); its monotonic clock, which timers use, stays real.
+    ///   - openFileLimit: the process's soft and hard open-file limit, set by `prlimit` (which then
+    ///     becomes deliveryd itself).
     init(
         extraArguments: [String] = [], dataDirectory: String? = nil, keepData: Bool = false, port: UInt16? = nil,
-        clockShift: Int? = nil
+        clockShift: Int? = nil, openFileLimit: Int? = nil
     ) throws {
         self.port = port ?? UInt16.random(in: 21_000...32_000)
         self.dataDirectory = dataDirectory ?? NSTemporaryDirectory() + "deliveryd-e2e-" + UUID().uuidString
@@ -63,6 +65,11 @@ final class DeliverydProcess {
             process.executableURL = URL(fileURLWithPath: launcher)
             process.arguments = ["-f", "+\(clockShift)s", Self.executableURL.path] + arguments
             process.environment = ["FAKETIME_DONT_FAKE_MONOTONIC": "1"]
+        } else if let openFileLimit {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+            process.arguments =
+                ["--nofile=\(openFileLimit):\(openFileLimit)", "--", Self.executableURL.path] + arguments
+            process.environment = [:]
         } else {
             process.executableURL = Self.executableURL
             process.arguments = arguments

@@ -143,8 +143,9 @@ struct ConnectionStateMachineTests {
         #expect(script.written() == ["linger"])
     }
 
-    /// A request not complete in 10 s gets 408; an idle keep-alive closes after 60 s; a client that
-    /// does not read its answer is cut off after 30 s without progress.
+    /// A request not complete in 10 s gets 408; a connection that sends nothing closes after 10 s, an
+    /// idle keep-alive after 60 s; a client that does not read its answer is cut off after 30 s
+    /// without progress.
     @Test func timeouts() {
         var slow = Script()
         #expect(slow.receive("GET /a HTTP/1.1\r\n") == ["flush"])
@@ -162,6 +163,12 @@ struct ConnectionStateMachineTests {
         #expect(idle.tick() == [])
         idle.at(61)
         #expect(idle.tick() == ["close"])
+
+        var silent = Script()
+        silent.at(9)
+        #expect(silent.tick() == [])
+        silent.at(10.5)
+        #expect(silent.tick() == ["close"], "a connection that never sent a byte holds no slot for 60 s")
 
         var stalled = Script()
         _ = stalled.receive(Self.get("/a"))

@@ -200,6 +200,72 @@ struct ServerSocketTests {
         #expect(connection.isClosedByPeer())
     }
 
+    /// A connection that never sends a byte is closed at the request timeout, long before the idle one.
+    @Test func silentConnectionClosesAtRequestTimeout() throws {
+        var configuration = HTTPServerConfiguration(address: ListenAddress(host: "127.0.0.1", port: 0))
+        configuration.requestTimeout = 0.5
+        configuration.idleTimeout = 600
+        let test = try TestServer(configuration)
+        defer { test.server.shutdown() }
+        let connection = try RawConnection(port: test.port, timeout: 60)
+        #expect(connection.isClosedByPeer())
+        #expect(try test.stillServes())
+    }
+
+    /// One address holds at most its share of connections; past it its new ones are closed at once,
+    /// while other addresses are served, and a slot given back is taken again.
+    @Test func connectionsPerAddressAreCapped() throws {
+        var configuration = HTTPServerConfiguration(address: ListenAddress(host: "127.0.0.1", port: 0))
+        configuration.maxConnectionsPerAddress = 5
+        let test = try TestServer(configuration)
+        defer { test.server.shutdown() }
+        func answered(_ connection: RawConnection) -> Bool {
+            connection.send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+            return connection.readResponse()?.status == 200
+        }
+        var held = try (0..<5).map { _ in try RawConnection(port: test.port, source: "127.0.0.3") }
+        #expect(held.allSatisfy(answered))
+        let refused = try RawConnection(port: test.port, source: "127.0.0.3")
+        #expect(refused.isClosedByPeer())
+        #expect(answered(try RawConnection(port: test.port, source: "127.0.0.4")), "another address is served")
+        #expect(test.server.connectionStatistics.refusedPerAddress == 1)
+        #expect(test.server.connectionStatistics.refusedAtLimit == 0)
+
+        held.removeFirst()  // closes it; the server sees the close on its next loop iteration
+        var servedAgain = false
+        for _ in 0..<200 where !servedAgain {
+            servedAgain = answered(try RawConnection(port: test.port, source: "127.0.0.3"))
+            if !servedAgain { usleep(50_000) }
+        }
+        #expect(servedAgain, "the slot given back is free again")
+    }
+
+    /// The total cap holds across addresses, and the server goes on serving once slots are free.
+    @Test func connectionLimitRefusesAndRecovers() throws {
+        var configuration = HTTPServerConfiguration(address: ListenAddress(host: "127.0.0.1", port: 0))
+        configuration.maxConnections = 16
+        let test = try TestServer(configuration)
+        defer { test.server.shutdown() }
+        #expect(test.server.connectionStatistics.limit == 16)
+        var held: [RawConnection] = []
+        var refused = 0
+        for index in 0..<20 {
+            let connection = try RawConnection(port: test.port, source: "127.0.1.\(1 + index % 4)")
+            connection.send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+            if connection.readResponse()?.status == 200 { held.append(connection) } else { refused += 1 }
+        }
+        #expect(held.count == 16)
+        #expect(refused == 4)
+        #expect(test.server.connectionStatistics.refusedAtLimit == 4)
+        held.removeAll()
+        var served = false
+        for _ in 0..<200 where !served {
+            served = try test.stillServes()
+            if !served { usleep(50_000) }
+        }
+        #expect(served)
+    }
+
     /// A client that disconnects mid-body does no harm; a slow handler does not stall other clients.
     @Test func disconnectAndSlowHandler() throws {
         let test = try TestServer()

@@ -15,8 +15,10 @@ final class RawConnection {
         let raw: String
     }
 
-    init(port: UInt16, timeout: Int = 5) throws {
-        guard let fd = connectLoopback(port: port, receiveTimeout: timeout) else { throw SystemErrorForTests.connect }
+    init(port: UInt16, timeout: Int = 5, source: String? = nil) throws {
+        guard let fd = connectLoopback(port: port, receiveTimeout: timeout, source: source) else {
+            throw SystemErrorForTests.connect
+        }
         self.fd = fd
     }
 

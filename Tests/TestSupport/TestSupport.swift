@@ -18,12 +18,29 @@ package enum BuiltProduct {
 
 /// A blocking TCP socket connected to `127.0.0.1:port`, or `nil` when nothing accepts there.
 ///
-/// - Parameter receiveTimeout: seconds a `recv` may wait before it fails.
-package func connectLoopback(port: UInt16, receiveTimeout: Int = 5) -> Int32? {
+/// - Parameters:
+///   - receiveTimeout: seconds a `recv` may wait before it fails.
+///   - source: the client's own address, any of 127.0.0.0/8 (default: the kernel's choice,
+///     127.0.0.1): how a test plays several clients.
+package func connectLoopback(port: UInt16, receiveTimeout: Int = 5, source: String? = nil) -> Int32? {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { return nil }
     var timeout = timeval(tv_sec: receiveTimeout, tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    if let source {
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        inet_pton(AF_INET, source, &local.sin_addr)
+        let bound = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0 else {
+            close(fd)
+            return nil
+        }
+    }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = port.bigEndian
