@@ -134,7 +134,7 @@ extension DeliveryService {
     /// `GET /v1/orders/{id}/pushes`: every APNs attempt for the order, oldest first.
     func showPushes(_ call: Call) throws -> HTTPResponse {
         let orderID = call.parameter("id")
-        _ = try staffPrincipal(call, orderID: orderID)
+        try requireSupportStaff(call, orderID: orderID)
         let order = try visibleOrder(orderID, call)
         let attempts = try store.pushLog(orderID: order.id)
         return json(200, .object(["orderId": .string(order.id), "pushes": .array(attempts.map(Views.push))]))
@@ -214,6 +214,16 @@ extension DeliveryService {
             }
             throw APIError.forbidden(
                 "a customer credential may only read its customer's orders and register devices and activities")
+        }
+    }
+
+    /// The merchant or an admin: who answers a customer about the order's pushes. A rider sees the
+    /// order it delivers, not what was pushed to the customer's phone (`403`); others as
+    /// `staffPrincipal` says.
+    func requireSupportStaff(_ call: Call, orderID: String) throws {
+        if case .rider = try staffPrincipal(call, orderID: orderID) {
+            _ = try visibleOrder(orderID, call)  // an order the rider does not carry stays unknown (404)
+            throw APIError.forbidden("the push log is for the merchant and admins")
         }
     }
 

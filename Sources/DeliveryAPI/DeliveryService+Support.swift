@@ -29,7 +29,7 @@ extension DeliveryService {
     /// changes and every push attempt with its outcome and the public state it carried.
     func showTimeline(_ call: Call) throws -> HTTPResponse {
         let orderID = call.parameter("id")
-        _ = try staffPrincipal(call, orderID: orderID)
+        try requireSupportStaff(call, orderID: orderID)
         let order = try visibleOrder(orderID, call)
         return json(200, .object(try timelineMembers(order)))
     }

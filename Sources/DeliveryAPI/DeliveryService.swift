@@ -235,6 +235,8 @@ public struct DeliveryService: Sendable {
                 "too many failed authentications from this address",
                 retryAfter: 1 / limiters.failuresByAddress.limit.perSecond)
         }
+        // Two credentials in one request: a proxy and a client could each read a different one.
+        guard request.count(ofHeader: "Authorization") < 2 else { throw .badRequest("send one Authorization header") }
         let authorization = request.header("Authorization")
         let caller: Caller
         do {

@@ -42,6 +42,12 @@ public struct HTTPRequest: Sendable {
         let lowercase = name.lowercased()
         return headers.first { HTTPRequestParser.equalsIgnoringCase($0.name, lowercase) }?.value
     }
+
+    /// How many times the header `name` (any case) was sent.
+    public func count(ofHeader name: String) -> Int {
+        let lowercase = name.lowercased()
+        return headers.reduce(0) { $0 + (HTTPRequestParser.equalsIgnoringCase($1.name, lowercase) ? 1 : 0) }
+    }
 }
 
 /// A response a handler returns; the server adds `Date`, `Content-Length` and `Connection`.

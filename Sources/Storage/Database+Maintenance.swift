@@ -1,5 +1,9 @@
 public import FoundationEssentials
 
+#if canImport(Glibc)
+    internal import Glibc
+#endif
+
 extension Database {
     /// Deletes what the retention policy no longer keeps, in one transaction.
     @discardableResult
@@ -30,11 +34,23 @@ extension Database {
     /// Writes a consistent copy of the live database to `path` (`VACUUM INTO`), while it keeps serving.
     /// - Throws: `StorageError` if `path` exists already or cannot be written.
     public func backup(to path: String) throws(StorageError) {
-        guard !FileManager.default.fileExists(atPath: path) else {
-            throw StorageError("\(path) exists already; a backup never overwrites a file")
+        // Created empty with mode 0600 first (`VACUUM INTO` fills an empty file): a backup holds
+        // what the database holds. `O_EXCL`: a backup never overwrites a file.
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw StorageError(
+                errno == EEXIST
+                    ? "\(path) exists already; a backup never overwrites a file"
+                    : "cannot create \(path): \(String(cString: strerror(errno)))")
         }
-        try read(inTransaction: false) { connection in
-            try connection.cached("VACUUM INTO ?").run([.text(path)])
+        Glibc.close(fd)
+        do {
+            try read(inTransaction: false) { connection in
+                try connection.cached("VACUUM INTO ?").run([.text(path)])
+            }
+        } catch {
+            unlink(path)  // no half backup left to be mistaken for one
+            throw error
         }
     }
 

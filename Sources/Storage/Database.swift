@@ -42,7 +42,9 @@ public final class Database: Sendable {
     {
         do {
             try FileManager.default.createDirectory(
-                atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+                atPath: configuration.dataDirectory, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
+            try restrictToOwner(configuration.databasePath)
         } catch {
             throw StorageError(
                 "cannot create the data directory \(configuration.dataDirectory): \(error.localizedDescription)")
@@ -63,6 +65,21 @@ public final class Database: Sendable {
             throw error
         } catch {
             throw StorageError("cannot open \(configuration.databasePath): \(error)")
+        }
+    }
+
+    /// Makes the database file and its WAL and shared-memory files readable by their owner only
+    /// (0600): they hold customers' contact details. New files are created so (SQLite gives the WAL
+    /// and shm files the database file's mode); files an older version made with the umask's mode are
+    /// corrected at open.
+    private static func restrictToOwner(_ databasePath: String) throws {
+        let path = databasePath
+        if !FileManager.default.fileExists(atPath: path) {
+            guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
+            else { throw StorageError("cannot create \(path)") }
+        }
+        for file in [path, path + "-wal", path + "-shm"] where FileManager.default.fileExists(atPath: file) {
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)
         }
     }
 

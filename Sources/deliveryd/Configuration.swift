@@ -1,3 +1,4 @@
+import Foundation
 import HTTPServer
 import Telemetry
 
@@ -89,15 +90,22 @@ struct Configuration: Sendable {
             help: "make sure an admin API key with this value exists (default: create one on first start)",
             isSecret: true,
             apply: { config, value throws(ConfigurationError) in
-                guard value.count >= 16 else { throw .invalid("--admin-key", "…", "must be at least 16 characters") }
-                // These prefixes are read as other credentials (an API key id, a tracking token, a
-                // customer credential): such an admin key would be accepted here and never work.
-                for prefix in ["dk_", "dt_", "dc_"] where value.hasPrefix(prefix) {
-                    throw .invalid(
-                        "--admin-key", "…", "must not start with \(prefix), which marks another kind of credential")
-                }
-                config.adminKey = value
+                config.adminKey = try adminKey(value, flag: "--admin-key")
             }, current: { $0.adminKey }
+        ),
+        Setting(
+            flag: "--admin-key-file", environment: "DELIVERYD_ADMIN_KEY_FILE", placeholder: "PATH",
+            help:
+                "like --admin-key, read from this file (its first line): the way that keeps the key out of `ps` and /proc/PID/cmdline",
+            isSecret: false,
+            apply: { config, value throws(ConfigurationError) in
+                guard let data = FileManager.default.contents(atPath: value) else {
+                    throw .invalid("--admin-key-file", value, "cannot be read")
+                }
+                let firstLine = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first ?? ""
+                config.adminKey = try adminKey(
+                    firstLine.trimmingCharacters(in: .whitespaces), flag: "--admin-key-file")
+            }, current: { _ in nil }
         ),
         Setting(
             flag: "--sealing-key-file", environment: "DELIVERYD_SEALING_KEY_FILE", placeholder: "PATH",
@@ -353,6 +361,17 @@ struct Configuration: Sendable {
             keyPath: \.pushLeaseSeconds
         ),
     ]
+
+    /// An admin key as `--admin-key` or `--admin-key-file` gave it, checked.
+    private static func adminKey(_ value: String, flag: String) throws(ConfigurationError) -> String {
+        guard value.count >= 16 else { throw .invalid(flag, "…", "must be at least 16 characters") }
+        // These prefixes are read as other credentials (an API key id, a tracking token, a customer
+        // credential): such an admin key would be accepted here and never work.
+        for prefix in ["dk_", "dt_", "dc_"] where value.hasPrefix(prefix) {
+            throw .invalid(flag, "…", "must not start with \(prefix), which marks another kind of credential")
+        }
+        return value
+    }
 
     /// A whole-number setting within `range`.
     private static func integerSetting(

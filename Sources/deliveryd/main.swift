@@ -17,6 +17,10 @@ func printError(_ line: String) {
     FileHandle.standardError.write(Data((line + "\n").utf8))
 }
 
+// Everything this process creates (the database, its WAL, backups, the sealing key, the lock) is
+// its owner's alone: the files hold customers' contact details.
+umask(0o077)
+
 var arguments = Array(CommandLine.arguments.dropFirst())
 var backupPath: String?
 var keysAction: KeysCommand.Action?

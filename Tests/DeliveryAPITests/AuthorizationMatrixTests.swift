@@ -64,8 +64,8 @@ let matrix: [MatrixRow] = [
         body: { _ in ["latitude": "#52.52", "longitude": "#13.405", "recordedAt": "{now}"] },
         [401, 403, 403, 403, 403, 202, 403, 403, 403, 403, 401]),
     MatrixRow("POST", "/v1/orders/{order}/tracking-token", [401, 404, 404, 404, 201, 403, 403, 201, 403, 404, 401]),
-    MatrixRow("GET", "/v1/orders/{order}/pushes", [401, 404, 404, 404, 200, 200, 403, 200, 403, 404, 401]),
-    MatrixRow("GET", "/v1/orders/{order}/timeline", [401, 404, 404, 404, 200, 200, 403, 200, 403, 404, 401]),
+    MatrixRow("GET", "/v1/orders/{order}/pushes", [401, 404, 404, 404, 200, 403, 403, 200, 403, 404, 401]),
+    MatrixRow("GET", "/v1/orders/{order}/timeline", [401, 404, 404, 404, 200, 403, 403, 200, 403, 404, 401]),
     MatrixRow(
         "PUT", "/v1/orders/{order}/activities/a-2",
         body: { _ in ["pushToken": pushToken, "environment": "development"] },

@@ -82,6 +82,23 @@ struct OrderAPITests {
         }
     }
 
+    /// Two `Authorization` headers are refused with 400 before either is read, whichever comes first
+    /// and in any case; one is read as before.
+    @Test func twoAuthorizationHeadersAreRefused() throws {
+        let api = try APIHarness()
+        let merchant = try api.key("merchant", merchant: "m-1")
+        for pair in [
+            [("Authorization", "Bearer " + merchant), ("authorization", "Bearer " + APIHarness.adminKey)],
+            [("AUTHORIZATION", "Bearer nonsense"), ("Authorization", "Bearer " + merchant)],
+        ] {
+            let reply = api.dispatch(HTTPRequest(method: "GET", path: "/v1/admin/keys", headers: pair, body: []))
+            #expect(reply.status == 400)
+            #expect(reply.errorCode == "bad_request")
+        }
+        let one = try api.send("GET", "/v1/admin/keys", as: APIHarness.adminKey)
+        #expect(one.status == 200)
+    }
+
     /// The state machine of design §2 over HTTP: applied, unchanged, illegal_transition, order_closed.
     @Test func statusChangesFollowTheStateMachine() throws {
         let api = try APIHarness()

@@ -131,11 +131,41 @@ struct BackupCommandTests {
         #expect(output.contains("written to \(target)"))
         let header = try #require(FileManager.default.contents(atPath: target))
         #expect(header.prefix(15) == Data("SQLite format 3".utf8))
+        #expect(try Self.mode(target) == 0o600, "a backup holds customers' details: its owner's only")
+        #expect(try Self.mode(directory + "/data") == 0o700)
+        for file in ["deliveryd.sqlite3", "deliveryd.sqlite3-wal", "deliveryd.sqlite3-shm"] {
+            let path = directory + "/data/" + file
+            if FileManager.default.fileExists(atPath: path) { #expect(try Self.mode(path) == 0o600, "\(file)") }
+        }
         let (again, _, againErrors) = try DeliverydProcess.run(
             ["backup", target, "--data-dir", directory + "/data"], directory: "/"
         )
         #expect(again == 1)
         #expect(againErrors.contains("exists already"))
+    }
+
+    /// The permission bits of `path`.
+    static func mode(_ path: String) throws -> Int {
+        try #require(FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) & 0o777
+    }
+
+    /// A database an older version left readable by all (0644) is its owner's alone after a start,
+    /// and so are the WAL and shared-memory files the running service makes.
+    @Test func dataFilesBecomeTheOwnersOnly() throws {
+        let directory = NSTemporaryDirectory() + "deliveryd-modes-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (status, _, errors) = try DeliverydProcess.run(["keys", "list", "--data-dir", directory])
+        #expect(status == 0, "\(errors)")
+        let database = directory + "/deliveryd.sqlite3"
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: database)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory)
+        let server = try DeliverydProcess(
+            extraArguments: ["--admin-key", "modes-admin-key-0123456789"], dataDirectory: directory, keepData: true)
+        try LoopbackHTTP.waitUntilHealthy(port: server.port)
+        #expect(try Self.mode(database) == 0o600)
+        #expect(try Self.mode(database + "-wal") == 0o600)
+        #expect(try Self.mode(database + "-shm") == 0o600)
+        #expect(server.stop() == 0)
     }
 }
 
@@ -170,6 +200,30 @@ struct KeyCommandTests {
         try LoopbackHTTP.waitUntilHealthy(port: third.port)
         #expect(try LoopbackHTTP.send(port: third.port, "GET", "/v1/admin/keys", bearer: renewed).status == 200)
         #expect(third.stop() == 0)
+    }
+
+    /// `--admin-key-file` reads the key from the file's first line: it works, and the key is in
+    /// neither the command line nor the log.
+    @Test func adminKeyFromAFile() throws {
+        let directory = NSTemporaryDirectory() + "deliveryd-keyfile-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let key = "file-admin-key-0123456789abcdef"
+        let file = directory + "/admin.key"
+        try Data((key + "\n").utf8).write(to: URL(fileURLWithPath: file))
+        let server = try DeliverydProcess(extraArguments: ["--admin-key-file", file, "--access-log", "off"])
+        try LoopbackHTTP.waitUntilHealthy(port: server.port)
+        #expect(try LoopbackHTTP.send(port: server.port, "GET", "/v1/admin/keys", bearer: key).status == 200)
+        let commandLine = try String(
+            contentsOfFile: "/proc/\(server.process.processIdentifier)/cmdline", encoding: .utf8)
+        #expect(!commandLine.contains(key))
+        #expect(server.stop() == 0)
+        #expect(!server.standardError().contains(key))
+
+        try Data("short\n".utf8).write(to: URL(fileURLWithPath: file))
+        let (status, _, errors) = try DeliverydProcess.run(["--admin-key-file", file, "--data-dir", directory])
+        #expect(status == 2)
+        #expect(errors.contains("--admin-key-file"))
     }
 
     /// The first start prints a working admin key once; a second start on the same data creates none.

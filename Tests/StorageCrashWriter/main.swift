@@ -8,7 +8,7 @@ import Storage
 
 // A child process for the crash test: it writes orders and status changes through the real storage
 // code and prints `ack <order> <status> <event id>` after each commit returned. The test kills it with
-// SIGKILL at a random moment and checks that every acknowledged change is in the file.
+// SIGKILL at a random moment after `ready` and checks that every acknowledged change is in the file.
 // usage: StorageCrashWriter DATA_DIR RUN_ID
 
 let arguments = CommandLine.arguments
@@ -24,6 +24,10 @@ func acknowledge(_ line: String) {
     let bytes = Array((line + "\n").utf8)
     _ = bytes.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
 }
+
+// The database is open and migrated: the test's random moment to kill starts now, however long the
+// start took on a loaded machine.
+acknowledge("ready")
 
 for index in 0..<100_000 {
     let id = "\(run)-\(index)"

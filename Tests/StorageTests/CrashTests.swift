@@ -9,7 +9,7 @@ import Testing
 struct CrashTests {
     static var writerURL: URL { BuiltProduct.url("StorageCrashWriter") }
 
-    /// 20 times: a writer is killed with SIGKILL at a random moment; every change it acknowledged is in
+    /// 20 times: a writer is killed with SIGKILL at a random moment of its writing; every change it acknowledged is in
     /// the file afterwards with its outbox rows (one per activity), and the file passes integrity_check.
     @Test func acknowledgedChangesSurviveSIGKILL() throws {
         let directory = try TemporaryDirectory()
@@ -22,6 +22,10 @@ struct CrashTests {
             let output = Pipe()
             process.standardOutput = output
             try process.run()
+            // Kill at a random moment of the writing, not of the start (a loaded machine may take
+            // longer than the delay to open and migrate the database).
+            let ready = Self.firstLine(of: output.fileHandleForReading.fileDescriptor)
+            try #require(ready == "ready", "the writer did not start")
             usleep(UInt32.random(in: 80_000...400_000, using: &generator))
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
@@ -47,5 +51,13 @@ struct CrashTests {
             acknowledged += lines.count
         }
         #expect(acknowledged > 20, "the writer acknowledged too little to prove anything")
+    }
+
+    /// Reads one line from `fd`, a byte at a time (so nothing after it is consumed); empty at end of file.
+    static func firstLine(of fd: Int32) -> String {
+        var bytes: [UInt8] = []
+        var byte: UInt8 = 0
+        while read(fd, &byte, 1) == 1, byte != UInt8(ascii: "\n") { bytes.append(byte) }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }
