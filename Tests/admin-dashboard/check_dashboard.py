@@ -16,11 +16,12 @@ import json
 import os
 import sys
 import time
+import traceback
 import urllib.parse
 import urllib.request
 
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -73,7 +74,8 @@ def main():
 
     def wait(condition, what):
         try:
-            return WebDriverWait(driver, WAIT_SECONDS).until(lambda d: condition())
+            return WebDriverWait(driver, WAIT_SECONDS, ignored_exceptions=[StaleElementReferenceException]).until(
+                lambda d: condition())
         except TimeoutException:
             problems.append(f"waited {WAIT_SECONDS} s for {what}")
             return None
@@ -132,19 +134,25 @@ def main():
             "deadLetters": (number(shown("deadLetters")), summary["outbox"]["deadLetters"]),
             "pushesAccepted": (number(shown("pushTotals")), summary["pushes"]["accepted"]),
         })
-        for row in driver.find_elements(By.CSS_SELECTOR, "#ordersTable tr[data-status]"):
-            status = row.get_attribute("data-status")
-            compared["orders." + status] = (number(row.find_elements(By.TAG_NAME, "td")[1].text), orders.get(status, 0))
+        # Tables are read in one script each: the page redraws them on every poll, and an element
+        # found before a redraw is stale after it.
+        for status, count in driver.execute_script(
+                "return [...document.querySelectorAll('#ordersTable tr[data-status]')]"
+                ".map(r => [r.dataset.status, r.cells[1].textContent])"):
+            compared["orders." + status] = (number(count), orders.get(status, 0))
 
         def data_rows(table):
-            return [row for row in driver.find_elements(By.CSS_SELECTOR, f"#{table} tr")
-                    if row.find_elements(By.TAG_NAME, "td") and not row.find_elements(By.CSS_SELECTOR, "td[colspan]")]
+            """The cell texts of each data row (not the header, not a `colspan` placeholder)."""
+            return driver.execute_script(
+                "return [...document.querySelectorAll(arguments[0] + ' tr')]"
+                ".filter(r => r.querySelector('td') && !r.querySelector('td[colspan]'))"
+                ".map(r => [...r.cells].map(c => c.textContent))", "#" + table)
 
         compared["recentFailures"] = (len(data_rows("failuresTable")), len(expected["recentFailures"]))
         compared["stuckOrders"] = (len(data_rows("stuckTable")), len(expected["stuckOrders"]))
         compared["merchants"] = (len(data_rows("merchantsTable")), len(expected["merchants"]))
         compared["deadLetterRows"] = (len(data_rows("deadLettersTable")), min(20, summary["outbox"]["deadLetters"]))
-        reasons_shown = {row.find_elements(By.TAG_NAME, "td")[0].text for row in data_rows("reasonsTable")}
+        reasons_shown = {cells[0] for cells in data_rows("reasonsTable")}
         compared["failureReasons"] = (sorted(reasons_shown), sorted(summary["failuresByReason"]))
 
         # The four Live Activity figures over the hour, from the same history the page reads.
@@ -217,6 +225,8 @@ def main():
         no_sideways_scroll(1024, 900, arguments.name + "-1024")
         no_sideways_scroll(1920, 1080, arguments.name + "-1920")
         no_sideways_scroll(390, 844, arguments.name + "-phone")
+    except Exception:  # the report must say the check broke off: an exit in `finally` would hide it
+        problems.append("the check broke off: " + traceback.format_exc())
     finally:
         for entry in driver.get_log("browser"):
             if "Content Security Policy" in entry.get("message", ""):
