@@ -2,18 +2,19 @@ import Cryptography
 import FoundationEssentials
 import HTTPServer
 import Storage
-import Synchronization
 
 /// Replays writes retried with the same `Idempotency-Key`.
 ///
 /// The first successful response to a key is kept for `lifetime` (a refusal is not: the client may
-/// fix the cause and retry with the same key); the same key with the same request replays it, the
-/// same key with another request is `422 idempotency_mismatch`, and a second request while the first
-/// is still running is `409 conflict`.
+/// fix the cause and retry with the same key); the same key with the same request replays it, and the
+/// same key with another request is `422 idempotency_mismatch`.
 ///
-/// - The record is written in the same transaction as the change it records (`atomically`): a crash
-///   leaves both or neither, so a create retried after a `kill -9` at any moment gets its tracking
-///   token back (from the replay, or from a create that runs again because nothing committed).
+/// - The guard is the database's, not this process's: the request claims its key in the transaction
+///   of its change (`claimIdempotencyKey`, a conditional insert on the key's primary key), and keeps
+///   its response in the same transaction. A second request with the key, here or on another node,
+///   waits for the first's commit and replays its response; a crash leaves the key, the change and
+///   the response all or none, so a create retried after a `kill -9` at any moment gets its tracking
+///   token back.
 /// - The kept response is sealed (AES-256-GCM, bound to its scope, key and request) with a key that
 ///   is not in the database: responses carry tracking tokens and customers' contact details, which
 ///   are therefore unreadable in the database file and in its backups.
@@ -29,7 +30,6 @@ final class Idempotency: Sendable {
     private let store: any DeliveryStore
     private let lifetime: TimeInterval
     private let sealingKey: SealingKey
-    private let running = Mutex(Set<String>())
 
     init(store: any DeliveryStore, lifetime: TimeInterval, sealingKey: SealingKey) {
         self.store = store
@@ -53,39 +53,45 @@ final class Idempotency: Sendable {
         let requestHash = SHA256.hexDigest(fingerprint)
         let context = Array((scope + "\u{1F}" + key + "\u{1F}" + requestHash).utf8)
 
-        let slot = scope + "\u{1F}" + key
-        guard running.withLock({ $0.insert(slot).inserted }) else {
-            throw APIError.conflict("a request with this Idempotency-Key is still being processed")
-        }
-        defer { _ = running.withLock { $0.remove(slot) } }
-
+        // A retry of a finished request is answered from a read, without taking the write lock.
         if let stored = try store.idempotentResponse(principal: scope, key: key, now: now) {
-            guard stored.requestHash == requestHash else { throw APIError.idempotencyMismatch() }
-            let replayed: [UInt8]
-            do {
-                replayed = try sealingKey.open(stored.body, context: context)
-            } catch {
-                throw APIError.conflict(
-                    "the first answer to this Idempotency-Key can no longer be read (the sealing key changed); "
-                        + "check the order and retry with a new key")
-            }
-            var replay = HTTPResponse.json(stored.status, replayed)
-            replay.headers.append(("Idempotent-Replayed", "true"))
-            return replay
+            return try replay(stored, requestHash: requestHash, context: context)
         }
         let (store, lifetime, sealingKey) = (self.store, self.lifetime, self.sealingKey)
         return try store.atomically {
+            let claim = try store.claimIdempotencyKey(
+                principal: scope, key: key, requestHash: requestHash, expiresAt: now.addingTimeInterval(lifetime),
+                now: now)
+            if case .taken(let stored) = claim {
+                return try replay(stored, requestHash: requestHash, context: context)
+            }
             let response = try body()
             if (200..<300).contains(response.status) {
                 try store.saveIdempotentResponse(
                     principal: scope, key: key,
                     response: IdempotentResponse(
                         requestHash: requestHash, status: response.status,
-                        body: try sealingKey.seal(response.body, context: context)),
-                    expiresAt: now.addingTimeInterval(lifetime), now: now
-                )
+                        body: try sealingKey.seal(response.body, context: context)))
+            } else {
+                try store.releaseIdempotencyKey(principal: scope, key: key)
             }
             return response
         }
+    }
+
+    /// The kept response, unless the key came with another request.
+    private func replay(_ stored: IdempotentResponse, requestHash: String, context: [UInt8]) throws -> HTTPResponse {
+        guard stored.requestHash == requestHash else { throw APIError.idempotencyMismatch() }
+        let replayed: [UInt8]
+        do {
+            replayed = try sealingKey.open(stored.body, context: context)
+        } catch {
+            throw APIError.conflict(
+                "the first answer to this Idempotency-Key can no longer be read (the sealing key changed); "
+                    + "check the order and retry with a new key")
+        }
+        var replay = HTTPResponse.json(stored.status, replayed)
+        replay.headers.append(("Idempotent-Replayed", "true"))
+        return replay
     }
 }

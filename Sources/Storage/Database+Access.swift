@@ -32,6 +32,14 @@ public struct APIKeyRecord: Sendable, Hashable {
 }
 
 /// The first response to a write that carried an `Idempotency-Key`, replayed for retries.
+/// What `claimIdempotencyKey` found.
+public enum IdempotencyClaim: Sendable, Hashable {
+    /// The key is this request's now.
+    case claimed
+    /// An earlier request holds the key, with its kept response.
+    case taken(IdempotentResponse)
+}
+
 public struct IdempotentResponse: Sendable, Hashable {
     /// SHA-256 of the request (method, path, body): a retry must send the same request.
     public let requestHash: String
@@ -125,7 +133,7 @@ extension Database {
             try connection.cached(
                 """
                 SELECT request_hash, response_code, response_body FROM idempotency_keys
-                WHERE principal = ? AND key = ? AND expires_at >= ?
+                WHERE principal = ? AND key = ? AND expires_at >= ? AND response_code != 0
                 """
             ).firstRow([.text(principal), .text(key), .integer(now.storageMilliseconds)]) { row in
                 IdempotentResponse(
@@ -134,25 +142,67 @@ extension Database {
         }
     }
 
-    /// Keeps the response of an idempotent write until `expiresAt`; an existing record is kept.
-    public func saveIdempotentResponse(
-        principal: String, key: String, response: IdempotentResponse, expiresAt: Date, now: Date
-    ) throws(StorageError) {
+    /// Takes `key` for a request about to run, in the caller's write transaction, or returns the
+    /// record that holds it.
+    ///
+    /// The guard is the table's primary key, not state in one process: a conditional insert that
+    /// only an expired record gives way to. Two requests with one key, in one process or two, are
+    /// serialized by the write lock: the second finds the first's committed record and replays it.
+    /// Call it inside `atomically`, so that the claim, the change and `saveIdempotentResponse` commit
+    /// together, and a refused change rolls the claim back with it.
+    public func claimIdempotencyKey(principal: String, key: String, requestHash: String, expiresAt: Date, now: Date)
+        throws(StorageError) -> IdempotencyClaim
+    {
         try write { connection in
             try connection.cached(
                 """
                 INSERT INTO idempotency_keys (principal, key, request_hash, response_code, response_body, expires_at)
-                VALUES (?, ?, ?, ?, ?, ?)
+                VALUES (?, ?, ?, 0, x'', ?)
                 ON CONFLICT (principal, key) DO UPDATE SET request_hash = excluded.request_hash,
-                    response_code = excluded.response_code, response_body = excluded.response_body,
-                    expires_at = excluded.expires_at
+                    response_code = 0, response_body = x'', expires_at = excluded.expires_at
                 WHERE idempotency_keys.expires_at < ?
                 """
             ).run([
-                .text(principal), .text(key), .text(response.requestHash), .integer(Int64(response.status)),
-                .blob(response.body), .integer(expiresAt.storageMilliseconds),
+                .text(principal), .text(key), .text(requestHash), .integer(expiresAt.storageMilliseconds),
                 .integer(now.storageMilliseconds),
             ])
+            if connection.changes > 0 { return .claimed }
+            let holder = try connection.cached(
+                "SELECT request_hash, response_code, response_body FROM idempotency_keys WHERE principal = ? AND key = ?"
+            ).firstRow([.text(principal), .text(key)]) { row in
+                IdempotentResponse(
+                    requestHash: row.text(0) ?? "", status: Int(row.int(1) ?? 500), body: row.blob(2) ?? [])
+            }
+            guard let holder else { throw StorageError("idempotency key \(key) neither inserted nor found") }
+            return .taken(holder)
+        }
+    }
+
+    /// Keeps the response of the request that claimed `key` (see `claimIdempotencyKey`).
+    public func saveIdempotentResponse(principal: String, key: String, response: IdempotentResponse)
+        throws(StorageError)
+    {
+        try write { connection in
+            try connection.cached(
+                """
+                UPDATE idempotency_keys SET response_code = ?, response_body = ?
+                WHERE principal = ? AND key = ? AND request_hash = ?
+                """
+            ).run([
+                .integer(Int64(response.status)), .blob(response.body), .text(principal), .text(key),
+                .text(response.requestHash),
+            ])
+            guard connection.changes == 1 else {
+                throw StorageError("idempotency key \(key) was not claimed by this request")
+            }
+        }
+    }
+
+    /// Gives up a claimed key without a response to keep (the request was refused): a retry runs anew.
+    public func releaseIdempotencyKey(principal: String, key: String) throws(StorageError) {
+        try write { connection in
+            try connection.cached("DELETE FROM idempotency_keys WHERE principal = ? AND key = ? AND response_code = 0")
+                .run([.text(principal), .text(key)])
         }
     }
 

@@ -74,9 +74,10 @@ public protocol DeliveryStore: Sendable {
     @discardableResult
     func revokeAPIKey(id: String, now: Date) throws(StorageError) -> Bool
     func idempotentResponse(principal: String, key: String, now: Date) throws(StorageError) -> IdempotentResponse?
-    func saveIdempotentResponse(
-        principal: String, key: String, response: IdempotentResponse, expiresAt: Date, now: Date
-    ) throws(StorageError)
+    func claimIdempotencyKey(principal: String, key: String, requestHash: String, expiresAt: Date, now: Date)
+        throws(StorageError) -> IdempotencyClaim
+    func saveIdempotentResponse(principal: String, key: String, response: IdempotentResponse) throws(StorageError)
+    func releaseIdempotencyKey(principal: String, key: String) throws(StorageError)
 
     /// Runs `body` so that all the writes it makes through this store commit together or not at all.
     func atomically<T>(_ body: () throws -> T) throws -> T

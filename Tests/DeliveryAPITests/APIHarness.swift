@@ -4,7 +4,7 @@ import HTTPServer
 import Storage
 
 /// The service over a fresh SQLite file, called through its router as the HTTP server calls it.
-final class APIHarness {
+final class APIHarness: Sendable {
     static let adminKey = "test-admin-key-0123456789"
     let directory: String
     let store: Database
