@@ -127,21 +127,20 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// The HTTP form of a storage failure: the domain's refusal, `503` when the disk is full or the
-    /// database is busy (the client may retry), else `500`.
+    /// The HTTP form of a storage failure: `429` for a cap reached, `503` when the disk is full or
+    /// the database is busy (the client may retry), else `500`.
     init(_ error: StorageError) {
-        if let domain = error.domainError {
-            self.init(domain)
-        } else if let limit = error.limitReached {
-            self = .rateLimited("\(limit.description): end or remove one first", retryAfter: 60)
-        } else if error.isFull {
+        switch error.code {
+        case .limitReached:
+            self = .rateLimited("\(error.limit?.description ?? error.message): end or remove one first", retryAfter: 60)
+        case .full:
             self.init(
                 503, .internal, "the database disk is full: nothing was stored; retry later",
                 details: ["reason": "disk_full"])
-        } else if error.isBusy {
+        case .busy:
             self.init(
                 503, .internal, "the database is busy: nothing was stored; retry later", details: ["reason": "busy"])
-        } else {
+        default:
             self = .internalError()
         }
     }

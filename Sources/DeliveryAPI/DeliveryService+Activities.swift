@@ -29,7 +29,7 @@ extension DeliveryService {
         let shown = readShownState(body, &reader)
         try reader.finish()
         guard let registration else { throw APIError.internalError() }
-        let stored = try countingLimit("activities_per_order") { () throws(StorageError) in
+        let stored = try countingLimit("activities_per_order") {
             try store.registerActivity(
                 orderID: orderID, activityID: activityID, pushToken: registration.token,
                 environment: registration.environment, bundleID: registration.bundleID, shown: shown,
@@ -72,7 +72,7 @@ extension DeliveryService {
         guard let registration, case .customerAccount(let account) = call.caller else {
             throw APIError.internalError()
         }
-        try countingLimit("devices_per_customer") { () throws(StorageError) in
+        try countingLimit("devices_per_customer") {
             try store.registerPushToStart(
                 device, credentialID: account.credentialID, pushToken: registration.token,
                 environment: registration.environment, bundleID: registration.bundleID,
@@ -112,11 +112,11 @@ extension DeliveryService {
     }
 
     /// Runs a registration, counting in `/metrics` when it hit its cap.
-    private func countingLimit<T>(_ limit: String, _ body: () throws(StorageError) -> T) throws(StorageError) -> T {
+    private func countingLimit<T>(_ limit: String, _ body: () throws -> T) throws -> T {
         do {
             return try body()
-        } catch {
-            if error.limitReached != nil { metrics.rateLimited.increment([limit]) }
+        } catch let error as StorageError where error.code == .limitReached {
+            metrics.rateLimited.increment([limit])
             throw error
         }
     }

@@ -144,7 +144,8 @@ extension DeliveryService {
     private func applyChange(
         _ orderID: String, _ call: Call, _ principal: Principal, _ change: (Order) throws(OrderError) -> ChangeOutcome
     ) throws -> HTTPResponse {
-        let stored = try store.change(orderID: orderID, now: call.now, requestID: call.request.requestID, change)
+        guard let stored = try store.change(orderID: orderID, now: call.now, requestID: call.request.requestID, change)
+        else { throw APIError.notFound("order not found") }
         if case .applied(let order, let event) = stored.outcome, event.from != event.to {
             metrics.transitions.increment([event.from.rawValue, order.status.rawValue])
         }

@@ -209,10 +209,13 @@ public struct DeliveryService: Sendable {
         } catch let error as APIError {
             return error.response
         } catch let error as StorageError {
-            if error.domainError == nil {
+            if error.code != .limitReached {
                 logger.error(
                     "request.storage_failure",
-                    ["request.id": .string(request.requestID), "error": .string(error.description)])
+                    [
+                        "request.id": .string(request.requestID), "storage.code": .string(error.code.rawValue),
+                        "error": .string(error.description),
+                    ])
             }
             return APIError(error).response
         } catch let error as OrderError {

@@ -24,7 +24,7 @@ public struct LiveActivityProjector: Sendable {
     /// The state without the ride: what changes only when the order itself does (status, ETA, rider).
     public func baseContentState(for order: Order) -> ContentState {
         ContentState(
-            status: order.status.rawValue,
+            status: DeliveryStatus(order.status).rawValue,
             stage: order.stage,
             progress: Double(order.stage) / 4,
             statusText: Language(localeTag: order.customer.locale).statusText(order.status),

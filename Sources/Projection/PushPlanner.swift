@@ -30,6 +30,8 @@ public struct LiveActivityPush: Sendable, Hashable {
     /// The whole request body, at most `PushPlanner.payloadLimit` bytes.
     public let payload: [UInt8]
     public let contentState: ContentState
+    /// The order's status that `contentState` shows, typed (the state carries the app's string).
+    public let orderStatus: OrderStatus
     /// `LiveActivityProjector.fingerprint` of `contentState`, for de-duplication.
     public let fingerprint: String
     /// `aps.timestamp`, whole Unix seconds.
@@ -296,8 +298,8 @@ public struct PushPlanner: Sendable {
             throw PayloadTooLargeError(size: payload.count, limit: Self.payloadLimit, largestField: largest)
         }
         return LiveActivityPush(
-            event: event, headers: headers, payload: payload, contentState: state, fingerprint: fingerprint,
-            timestamp: timestamp, hasAlert: alertText != nil
+            event: event, headers: headers, payload: payload, contentState: state, orderStatus: order.status,
+            fingerprint: fingerprint, timestamp: timestamp, hasAlert: alertText != nil
         )
     }
 }

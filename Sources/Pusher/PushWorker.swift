@@ -381,7 +381,7 @@ public final class PushWorker {
             }
             if case .activity(let activityID) = item.target {
                 completion.sentState = PushCompletion.SentState(
-                    status: OrderStatus(rawValue: entry.push.contentState.status) ?? .placed,
+                    status: entry.push.orderStatus,
                     fingerprint: entry.push.fingerprint, timestamp: entry.push.timestamp)
                 if entry.push.event == .end {
                     completion.removal = .activity(activityID: activityID, reason: "ended", onlyIfRegisteredBefore: nil)

@@ -17,14 +17,16 @@ extension Database {
     /// - Parameters:
     ///   - shown: what the app says the activity shows now; `nil` keeps what was last sent (nothing,
     ///     for a new activity: its first push then carries the current state).
-    ///   - liveLimit: live activities the order may have; a new one past it throws `LimitReached`.
-    /// - Throws: `StorageError` with the domain's `not_found` for a missing order, `order_closed` for a
-    ///   delivered or cancelled one (checked in the same transaction, so no token slips in after the end).
+    ///   - liveLimit: live activities the order may have; a new one past it throws `StorageError`
+    ///     `limitReached`.
+    /// - Throws: `OrderError` `not_found` for a missing order, `order_closed` for a delivered or
+    ///   cancelled one (checked in the same transaction, so no token slips in after the end), as they
+    ///   are; else `StorageError`.
     public func registerActivity(
         orderID: String, activityID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
         shown: ShownState?, liveLimit: Int = .max, now: Date, requestID: String? = nil
-    ) throws(StorageError) -> ActivityRegistration {
-        try write { connection in
+    ) throws -> ActivityRegistration {
+        try writePassingThrough { connection in
             let status = try connection.cached("SELECT status FROM orders WHERE id = ?").firstRow([.text(orderID)]) {
                 OrderStatus(rawValue: $0.text(0) ?? "")
             }

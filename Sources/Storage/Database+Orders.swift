@@ -139,15 +139,16 @@ extension Database {
     ///
     /// `change` runs inside the transaction on the current row, so concurrent changes of one order
     /// serialize. An `unchanged` outcome writes nothing.
-    /// - Throws: `StorageError` with `domainError` when `change` refused; `not_found` for a missing order.
+    /// - Returns: `nil` when there is no such order.
+    /// - Throws: the `OrderError` that `change` threw, as it is (nothing was written), or `StorageError`.
     public func change(
         orderID: String, now: Date, requestID: String? = nil, _ change: (Order) throws(OrderError) -> ChangeOutcome
-    ) throws(StorageError) -> StoredChange {
-        try write { connection in
+    ) throws -> StoredChange? {
+        try writePassingThrough { connection in
             guard
                 let current = try connection.cached("SELECT \(Self.orderColumns) FROM orders WHERE id = ?")
                     .firstRow([.text(orderID)], Self.decodeOrder)
-            else { throw OrderError(.notFound, "order not found") }
+            else { return nil }
             let outcome = try change(current)
             guard case .applied(let order, let event) = outcome else {
                 return StoredChange(outcome: outcome, eventID: nil, queuedPushes: 0)

@@ -121,6 +121,18 @@ public final class Database: Sendable {
     /// `GroupCommitter`); its value is returned only after that transaction's COMMIT. Called from
     /// inside `atomically`, it joins that transaction instead (in a savepoint of its own).
     func write<T>(_ body: (SQLiteConnection) throws -> T) throws(StorageError) -> T {
+        do {
+            return try writePassingThrough(body)
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw StorageError("write failed: \(error)")
+        }
+    }
+
+    /// `write`, for a body that may refuse with an error of its caller's (an `OrderError`): that
+    /// error passes through as it is; SQLite's become `StorageError`.
+    func writePassingThrough<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         let outcome: Result<T, any Error>
         if let ambient = AmbientWrite.current, ambient.database == ObjectIdentifier(self) {
             outcome = Self.nested(body, on: ambient.connection)
@@ -129,16 +141,10 @@ public final class Database: Sendable {
         }
         do {
             return try outcome.get()
-        } catch let error as StorageError {
-            throw error
-        } catch let error as OrderError {
-            throw StorageError(domain: error)
         } catch let error as LimitReached {
             throw StorageError(limit: error)
         } catch let error as SQLiteError {
             throw StorageError(sqlite: error)
-        } catch {
-            throw StorageError("write failed: \(error)")
         }
     }
 

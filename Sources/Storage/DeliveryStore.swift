@@ -17,9 +17,10 @@ public protocol DeliveryStore: Sendable {
     func order(trackingTokenHash: String) throws(StorageError) -> Order?
     @discardableResult
     func replaceTrackingToken(orderID: String, hash: String) throws(StorageError) -> Bool
+    /// `nil` for a missing order; `change`'s `OrderError` passes through as it is.
     func change(
         orderID: String, now: Date, requestID: String?, _ change: (Order) throws(OrderError) -> ChangeOutcome
-    ) throws(StorageError) -> StoredChange
+    ) throws -> StoredChange?
     func events(orderID: String) throws(StorageError) -> [OrderEvent]
     func orderCountsByStatus() throws(StorageError) -> [OrderStatus: Int]
     func orderIDs(matching text: String, limit: Int) throws(StorageError) -> [String]
@@ -29,7 +30,7 @@ public protocol DeliveryStore: Sendable {
     func registerActivity(
         orderID: String, activityID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
         shown: ShownState?, liveLimit: Int, now: Date, requestID: String?
-    ) throws(StorageError) -> ActivityRegistration
+    ) throws -> ActivityRegistration
     @discardableResult
     func endActivity(orderID: String, activityID: String, reason: String, now: Date, onlyIfRegisteredBefore: Date?)
         throws(StorageError) -> Bool

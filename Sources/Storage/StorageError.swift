@@ -1,48 +1,84 @@
-public import OrderDomain
-
-/// A storage failure as the service reports it.
+/// What the database did when a storage call failed: a stable code, a message for logs, and the
+/// backend's own result behind it.
 ///
-/// `isFull` tells the API to answer `503` (disk full) rather than `500`; `domainError` carries a
-/// refusal of the domain raised inside a write transaction (nothing was written).
+/// It says nothing of the domain: a refusal of the domain raised inside a write passes through as
+/// its own error (`OrderError`), never wrapped in this. Equality compares codes only.
 public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible {
-    public let description: String
-    public let isFull: Bool
-    public let isBusy: Bool
-    public let domainError: OrderError?
-    /// A cap on registrations was reached inside the write (nothing was written).
-    public let limitReached: LimitReached?
+    /// The kinds of failure the service tells apart; a backend maps its own codes onto them.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable {
+            case full
+            case busy
+            case limitReached = "limit_reached"
+            case constraint
+            case corrupt
+            case io
+            case failed
+        }
 
-    init(_ description: String) {
-        self.description = description
-        self.isFull = false
-        self.isBusy = false
-        self.domainError = nil
-        self.limitReached = nil
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The disk is full: nothing was stored; a retry may succeed once space is freed.
+        public static let full = Code(.full)
+        /// The database was locked by another writer past the wait: nothing was stored; retry.
+        public static let busy = Code(.busy)
+        /// A cap on registrations was reached inside the write (nothing was written); see `limit`.
+        public static let limitReached = Code(.limitReached)
+        /// A uniqueness or other constraint refused the write: a bug of ours or a race it guards.
+        public static let constraint = Code(.constraint)
+        /// The database file is damaged.
+        public static let corrupt = Code(.corrupt)
+        /// The operating system failed a read or write.
+        public static let io = Code(.io)
+        /// Anything else: opening, schema, a missing or malformed column, misuse.
+        public static let failed = Code(.failed)
+
+        public var rawValue: String { base.rawValue }
+        public var description: String { base.rawValue }
+    }
+
+    public let code: Code
+    public let message: String
+    /// The backend's own result, for logs: `SQLite 13`, a PostgreSQL SQLSTATE.
+    public let underlying: String?
+    /// With `limitReached`: which cap.
+    public let limit: LimitReached?
+
+    init(_ code: Code, _ message: String, underlying: String? = nil, limit: LimitReached? = nil) {
+        self.code = code
+        self.message = message
+        self.underlying = underlying
+        self.limit = limit
+    }
+
+    /// A failure of ours with no backend code behind it (`failed`).
+    init(_ message: String) {
+        self.init(.failed, message)
     }
 
     init(limit: LimitReached) {
-        self.description = limit.description
-        self.isFull = false
-        self.isBusy = false
-        self.domainError = nil
-        self.limitReached = limit
+        self.init(.limitReached, limit.description, limit: limit)
     }
 
     init(sqlite: SQLiteError) {
-        self.description = sqlite.description
-        self.isFull = sqlite.code == .full
-        self.isBusy = sqlite.code == .busy || sqlite.code == .locked
-        self.domainError = nil
-        self.limitReached = nil
+        let code: Code =
+            switch sqlite.code {
+            case .full: .full
+            case .busy, .locked: .busy
+            case .constraint: .constraint
+            case .corrupt: .corrupt
+            case .ioError: .io
+            default: .failed
+            }
+        self.init(code, sqlite.description, underlying: "SQLite \(sqlite.extendedCode)")
     }
 
-    init(domain: OrderError) {
-        self.description = domain.description
-        self.isFull = false
-        self.isBusy = false
-        self.domainError = domain
-        self.limitReached = nil
+    public var description: String {
+        "\(code): \(message)" + (underlying.map { " [\($0)]" } ?? "")
     }
+
+    public static func == (lhs: StorageError, rhs: StorageError) -> Bool { lhs.code == rhs.code }
 }
 
 /// A registration refused because its owner has as many as it may: live activities of an order,

@@ -95,7 +95,7 @@ struct TwoNodeTests {
                     requestID: nil)
                 outcomes.append("registered")
             } catch {
-                outcomes.append((error as? StorageError)?.limitReached != nil ? "limit" : "\(error)")
+                outcomes.append((error as? StorageError)?.code == .limitReached ? "limit" : "\(error)")
             }
         }
         #expect(outcomes.all.filter { $0 == "registered" }.count == 10)

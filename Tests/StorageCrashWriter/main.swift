@@ -54,6 +54,6 @@ for index in 0..<100_000 {
         let stored = try database.change(orderID: id, now: Date()) { order throws(OrderError) in
             try order.applying(StatusChange(status: status), by: .admin, at: Date())
         }
-        acknowledge("ack \(id) \(status.rawValue) \(stored.eventID ?? -1)")
+        acknowledge("ack \(id) \(status.rawValue) \(stored?.eventID ?? -1)")
     }
 }

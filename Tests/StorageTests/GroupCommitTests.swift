@@ -57,7 +57,7 @@ struct GroupCommitTests {
             }
             Issue.record("the refused change was stored")
         } catch {
-            #expect(error.domainError?.code == .illegalTransition)
+            #expect((error as? OrderError)?.code == .illegalTransition, "the domain's refusal, not wrapped")
         }
         #expect(try database.order(id: "o-1")?.status == .placed)
         #expect(try database.outboxDepth().count == depth)
@@ -78,7 +78,7 @@ private final class OutcomeLog: Sendable {
         let outcome: Outcome
         switch result {
         case .success(let stored): outcome = Outcome(transition: stored.outcome.transitionName)
-        case .failure(let error): outcome = Outcome(refusal: (error as? StorageError)?.domainError?.code)
+        case .failure(let error): outcome = Outcome(refusal: (error as? OrderError)?.code)
         }
         entries.withLock { $0["\(id)/\(step)"] = outcome }
     }

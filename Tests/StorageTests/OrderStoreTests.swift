@@ -84,22 +84,21 @@ struct OrderStoreTests {
             _ = try StoreFixtures.setStatus(database, "o-1", .placed)
             Issue.record("a backward move was stored")
         } catch {
-            #expect(error.domainError?.code == .illegalTransition)
+            #expect((error as? OrderError)?.code == .illegalTransition, "the domain's refusal, not wrapped")
         }
         #expect(try database.order(id: "o-1")?.status == .preparing)
         #expect(try database.events(orderID: "o-1").count == 2)
     }
 
-    /// A missing order is a domain `not_found`.
+    /// A missing order is a fact the store reports (`nil`), and the change is never asked.
     @Test func missingOrder() throws {
         let directory = try TemporaryDirectory()
         let database = try StoreFixtures.database(directory)
-        do {
-            _ = try StoreFixtures.setStatus(database, "nope", .pickup)
-            Issue.record("changed a missing order")
-        } catch {
-            #expect(error.domainError?.code == .notFound)
+        let stored = try database.change(orderID: "nope", now: StoreFixtures.t0) { _ throws(OrderError) in
+            Issue.record("the change ran for a missing order")
+            throw OrderError(.notFound, "unreachable")
         }
+        #expect(stored == nil)
     }
 
     /// Readers on other threads see only committed states while a writer keeps committing.
@@ -155,10 +154,10 @@ struct DeliveryStoreTests {
             current throws(OrderError) in
             try current.applying(StatusChange(status: .preparing), by: .merchant(id: "m-1"), at: StoreFixtures.t0)
         }
-        #expect(stored.queuedPushes == 1)
+        #expect(stored?.queuedPushes == 1)
         let claimed = try store.claimDue(owner: "w", now: StoreFixtures.t0, lease: 30, limit: 5)
         #expect(claimed.map(\.target) == [.activity(activityID: "a")])
-        #expect(claimed.first?.eventID == stored.eventID)
+        #expect(claimed.first?.eventID == stored?.eventID)
         #expect(claimed.first?.requestID == "r-2")
     }
 }

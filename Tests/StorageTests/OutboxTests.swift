@@ -34,7 +34,7 @@ struct OutboxTests {
                 try order.changingEstimatedArrival(
                     to: StoreFixtures.t0.addingTimeInterval(1800 + Double(step + 1) * 60), by: .admin, at: at)
             }
-            lastEvent = stored.eventID
+            lastEvent = stored?.eventID
         }
         #expect(try database.outboxDepth().count == 1)
         let claimed = try database.claimDue(

@@ -2,6 +2,11 @@ import Foundation
 import OrderDomain
 import Storage
 
+/// `StoreFixtures.setStatus` named an order that is not there.
+struct MissingOrder: Error {
+    let id: String
+}
+
 /// Orders and a fresh database file per test.
 enum StoreFixtures {
     static let t0 = Date(timeIntervalSince1970: 1_796_212_800)
@@ -35,11 +40,14 @@ enum StoreFixtures {
         return order
     }
 
-    static func setStatus(_ database: Database, _ id: String, _ status: OrderStatus, at: Date = t0) throws(StorageError)
+    /// Moves order `id` to `status` as an admin; the domain's refusal comes as the `OrderError` it is.
+    static func setStatus(_ database: Database, _ id: String, _ status: OrderStatus, at: Date = t0) throws
         -> StoredChange
     {
-        try database.change(orderID: id, now: at) { order throws(OrderError) in
+        let stored = try database.change(orderID: id, now: at) { order throws(OrderError) in
             try order.applying(StatusChange(status: status), by: .admin, at: at)
         }
+        guard let stored else { throw MissingOrder(id: id) }
+        return stored
     }
 }

@@ -58,7 +58,7 @@ passes: for status in [OrderStatus.preparing, .pickup, .delivering, .delivered] 
         let stored = try database.change(orderID: "o-\(index)", now: Date()) { order throws(OrderError) in
             try order.applying(StatusChange(status: status), by: .admin, at: Date())
         }
-        if stored.eventID != nil { committed += 1 }
+        if stored?.eventID != nil { committed += 1 }
     }
 }
 let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
