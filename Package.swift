@@ -115,7 +115,9 @@ let package = Package(
         ),
 
         // Helpers shared by the test targets: built executables, loopback sockets.
-        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strictSettings),
+        .target(
+            name: "TestSupport", dependencies: ["OrderDomain", "Storage"], path: "Tests/TestSupport",
+            swiftSettings: strictSettings),
 
         .testTarget(name: "OrderDomainTests", dependencies: ["OrderDomain"], swiftSettings: strictSettings),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry"], swiftSettings: strictSettings),
@@ -137,7 +139,7 @@ let package = Package(
         // The child process the storage crash test kills.
         .executableTarget(
             name: "StorageCrashWriter",
-            dependencies: ["Storage", "OrderDomain"],
+            dependencies: ["Storage", "OrderDomain", "TestSupport"],
             path: "Tests/StorageCrashWriter",
             swiftSettings: strictSettings
         ),

@@ -140,12 +140,18 @@ extension DeliveryService {
         return json(200, .object(["orderId": .string(order.id), "pushes": .array(attempts.map(Views.push))]))
     }
 
-    /// Runs a domain change in one transaction and answers `{order, transition}`.
+    /// Decides a change with the domain on the order as it is stored (locked, so that concurrent
+    /// changes of one order serialize), writes the outcome in the same transaction, and answers
+    /// `{order, transition}`.
     private func applyChange(
         _ orderID: String, _ call: Call, _ principal: Principal, _ change: (Order) throws(OrderError) -> ChangeOutcome
     ) throws -> HTTPResponse {
-        guard let stored = try store.change(orderID: orderID, now: call.now, requestID: call.request.requestID, change)
-        else { throw APIError.notFound("order not found") }
+        let stored = try store.write { transaction in
+            guard let current = try transaction.lockOrder(id: orderID) else {
+                throw APIError.notFound("order not found")
+            }
+            return try transaction.record(try change(current), now: call.now, requestID: call.request.requestID)
+        }
         if case .applied(let order, let event) = stored.outcome, event.from != event.to {
             metrics.transitions.increment([event.from.rawValue, order.status.rawValue])
         }

@@ -59,7 +59,7 @@ extension Database {
     /// Stores a new API key.
     /// - Throws: `StorageError` when the id is taken.
     public func createAPIKey(_ key: APIKeyRecord) throws(StorageError) {
-        try write { connection in
+        try writeConnection { connection in
             try connection.cached(
                 "INSERT INTO api_keys (\(Self.apiKeyColumns)) VALUES (?, ?, ?, ?, ?, ?, NULL)"
             ).run([
@@ -74,7 +74,7 @@ extension Database {
     /// configuration, which may change between starts. A key revoked with this same value stays
     /// revoked (a restart must not undo a revocation); a new value is a new, live key.
     public func upsertAPIKey(_ key: APIKeyRecord) throws(StorageError) {
-        try write { connection in
+        try writeConnection { connection in
             try connection.cached(
                 """
                 INSERT INTO api_keys (\(Self.apiKeyColumns)) VALUES (?, ?, ?, ?, ?, ?, NULL)
@@ -117,7 +117,7 @@ extension Database {
     /// Revokes a key; returns whether a live key with that id existed.
     @discardableResult
     public func revokeAPIKey(id: String, now: Date) throws(StorageError) -> Bool {
-        try write { connection in
+        try writeConnection { connection in
             try connection.cached("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").run([
                 .integer(now.storageMilliseconds), .text(id),
             ])
@@ -153,7 +153,7 @@ extension Database {
     public func claimIdempotencyKey(principal: String, key: String, requestHash: String, expiresAt: Date, now: Date)
         throws(StorageError) -> IdempotencyClaim
     {
-        try write { connection in
+        try writeConnection { connection in
             try connection.cached(
                 """
                 INSERT INTO idempotency_keys (principal, key, request_hash, response_code, response_body, expires_at)
@@ -182,7 +182,7 @@ extension Database {
     public func saveIdempotentResponse(principal: String, key: String, response: IdempotentResponse)
         throws(StorageError)
     {
-        try write { connection in
+        try writeConnection { connection in
             try connection.cached(
                 """
                 UPDATE idempotency_keys SET response_code = ?, response_body = ?
@@ -200,7 +200,7 @@ extension Database {
 
     /// Gives up a claimed key without a response to keep (the request was refused): a retry runs anew.
     public func releaseIdempotencyKey(principal: String, key: String) throws(StorageError) {
-        try write { connection in
+        try writeConnection { connection in
             try connection.cached("DELETE FROM idempotency_keys WHERE principal = ? AND key = ? AND response_code = 0")
                 .run([.text(principal), .text(key)])
         }

@@ -26,7 +26,7 @@ extension Database {
         orderID: String, activityID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
         shown: ShownState?, liveLimit: Int = .max, now: Date, requestID: String? = nil
     ) throws -> ActivityRegistration {
-        try writePassingThrough { connection in
+        try writeConnectionPassingThrough { connection in
             let status = try connection.cached("SELECT status FROM orders WHERE id = ?").firstRow([.text(orderID)]) {
                 OrderStatus(rawValue: $0.text(0) ?? "")
             }
@@ -83,7 +83,7 @@ extension Database {
     public func endActivity(
         orderID: String, activityID: String, reason: String, now: Date, onlyIfRegisteredBefore: Date? = nil
     ) throws(StorageError) -> Bool {
-        try write { connection in
+        try writeConnection { connection in
             try Self.endActivity(
                 orderID: orderID, activityID: activityID, reason: reason, now: now,
                 onlyIfRegisteredBefore: onlyIfRegisteredBefore, connection)
@@ -150,7 +150,7 @@ extension Database {
         _ device: DeviceKey, credentialID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
         deviceLimit: Int = .max, now: Date
     ) throws(StorageError) {
-        try write { connection in
+        try writeConnection { connection in
             if try Self.pushToStart(device, connection) == nil {
                 let devices =
                     try connection.cached(
@@ -179,7 +179,8 @@ extension Database {
     /// Removes a device's push-to-start token (the customer signed out on it); returns whether it had one.
     @discardableResult
     public func removePushToStart(_ device: DeviceKey) throws(StorageError) -> Bool {
-        try write { connection in try Self.deletePushToStart(device, onlyIfRegisteredBefore: nil, connection) }
+        try writeConnection { connection in try Self.deletePushToStart(device, onlyIfRegisteredBefore: nil, connection)
+        }
     }
 
     /// A device's push-to-start token, if it has one.

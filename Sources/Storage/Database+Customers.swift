@@ -6,7 +6,7 @@ extension Database {
     /// Stores a new customer credential.
     /// - Throws: `StorageError` when the id is taken.
     public func createCustomerCredential(_ credential: CustomerCredentialRecord) throws(StorageError) {
-        try write { connection in
+        try writeConnection { connection in
             try connection.cached(
                 "INSERT INTO customer_credentials (\(Self.customerCredentialColumns)) VALUES (?, ?, ?, ?, ?, NULL)"
             ).run([
@@ -37,7 +37,7 @@ extension Database {
     public func revokeCustomerCredential(id: String, merchantID: String, customerID: String, now: Date)
         throws(StorageError) -> Bool
     {
-        try write { connection in
+        try writeConnection { connection in
             try connection.cached(
                 """
                 UPDATE customer_credentials SET revoked_at = ?

@@ -8,7 +8,7 @@ extension Database {
     /// Deletes what the retention policy no longer keeps, in one transaction.
     @discardableResult
     public func prune(now: Date, policy: RetentionPolicy = RetentionPolicy()) throws(StorageError) -> PruneReport {
-        try write { connection in
+        try writeConnection { connection in
             func cutoff(_ age: TimeInterval) -> SQLiteValue {
                 .integer(now.addingTimeInterval(-age).storageMilliseconds)
             }

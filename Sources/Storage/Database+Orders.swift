@@ -28,7 +28,7 @@ extension Database {
     public func createOrder(
         _ order: Order, event: OrderEvent, trackingTokenHash: String?, now: Date, requestID: String? = nil
     ) throws(StorageError) -> CreateOrderResult {
-        try write { connection in
+        try writeConnection { connection in
             if let existing = try connection.cached(
                 "SELECT \(Self.orderColumns) FROM orders WHERE merchant_id = ? AND number = ?"
             )
@@ -86,7 +86,7 @@ extension Database {
     /// - Returns: the pushes queued.
     public func recordRides(_ updates: [RideUpdate], now: Date) throws(StorageError) -> Int {
         guard !updates.isEmpty else { return 0 }
-        return try write { connection in
+        return try writeConnection { connection in
             var queued = 0
             for update in updates {
                 try connection.cached(
@@ -118,7 +118,7 @@ extension Database {
     /// - Returns: whether the order exists.
     @discardableResult
     public func replaceTrackingToken(orderID: String, hash: String) throws(StorageError) -> Bool {
-        try write { connection in
+        try writeConnection { connection in
             try connection.cached("UPDATE orders SET tracking_token_hash = ? WHERE id = ?").run([
                 .text(hash), .text(orderID),
             ])
@@ -131,47 +131,6 @@ extension Database {
         try read { connection in
             try connection.cached("SELECT \(Self.orderColumns) FROM orders WHERE tracking_token_hash = ?")
                 .firstRow([.text(trackingTokenHash)], Self.decodeOrder)
-        }
-    }
-
-    /// Applies a change to an order in one write transaction: the order row, its event, and one outbox
-    /// row per live activity (older pending rows of each activity are superseded: they coalesce).
-    ///
-    /// `change` runs inside the transaction on the current row, so concurrent changes of one order
-    /// serialize. An `unchanged` outcome writes nothing.
-    /// - Returns: `nil` when there is no such order.
-    /// - Throws: the `OrderError` that `change` threw, as it is (nothing was written), or `StorageError`.
-    public func change(
-        orderID: String, now: Date, requestID: String? = nil, _ change: (Order) throws(OrderError) -> ChangeOutcome
-    ) throws -> StoredChange? {
-        try writePassingThrough { connection in
-            guard
-                let current = try connection.cached("SELECT \(Self.orderColumns) FROM orders WHERE id = ?")
-                    .firstRow([.text(orderID)], Self.decodeOrder)
-            else { return nil }
-            let outcome = try change(current)
-            guard case .applied(let order, let event) = outcome else {
-                return StoredChange(outcome: outcome, eventID: nil, queuedPushes: 0)
-            }
-            try connection.cached(
-                """
-                UPDATE orders SET status = ?, cancelled_at_status = ?, estimated_arrival = ?, rider_id = ?, rider_name = ?,
-                    rider_phone = ?, updated_at = ? WHERE id = ?
-                """
-            ).run([
-                .text(order.status.rawValue), order.cancelledAt.map { .text($0.rawValue) } ?? .null,
-                .integer(order.estimatedArrival.storageMilliseconds), order.rider.map { .text($0.id) } ?? .null,
-                order.rider.map { .text($0.name) } ?? .null, order.rider?.phone.map(SQLiteValue.text) ?? .null,
-                .integer(order.updatedAt.storageMilliseconds), .text(order.id),
-            ])
-            let eventID = try Self.insert(event, requestID: requestID, connection)
-            let activities = try Self.liveActivityIDs(orderID: order.id, connection)
-            for activity in activities {
-                try Self.enqueue(
-                    orderID: order.id, eventID: eventID, target: .activity(activityID: activity), now: now,
-                    requestID: requestID, connection)
-            }
-            return StoredChange(outcome: outcome, eventID: eventID, queuedPushes: activities.count)
         }
     }
 
@@ -387,7 +346,7 @@ extension Database {
         var start = 0
         while start < orders.count {
             let batch = orders[start..<min(orders.count, start + batchSize)]
-            try write { connection in
+            try writeConnection { connection in
                 for (order, event) in batch {
                     try connection.cached(Self.insertOrder).run(Self.encode(order) + [.text("bulk-" + order.id)])
                     _ = try Self.insert(event, connection)
@@ -411,7 +370,7 @@ extension Database {
     /// Queues one push for every live activity of `orderIDs`, in one transaction: for benchmarks of
     /// the pusher that need a large backlog quickly.
     package func bulkQueuePushes(orderIDs: [String], now: Date) throws(StorageError) {
-        try write { connection in
+        try writeConnection { connection in
             for orderID in orderIDs {
                 let activities = try connection.cached(
                     "SELECT activity_id FROM activities WHERE order_id = ? AND ended_at IS NULL"

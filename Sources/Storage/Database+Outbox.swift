@@ -7,7 +7,7 @@ extension Database {
     /// that a batch slower than its lease is not claimed again and pushed twice. A worker that died
     /// stops calling it, and its rows come back when their lease runs out.
     public func extendLeases(owner: String, until: Date) throws(StorageError) -> Int {
-        try write { connection in
+        try writeConnection { connection in
             try connection.cached(
                 "UPDATE outbox SET lease_until = ? WHERE state = 'sending' AND lease_owner = ? AND lease_until < ?"
             ).run([.integer(until.storageMilliseconds), .text(owner), .integer(until.storageMilliseconds)])
@@ -28,7 +28,7 @@ extension Database {
     ///   is a claim in microseconds against one that scans the backlog.
     public func claimDue(owner: String, now: Date, lease: TimeInterval, limit: Int) throws(StorageError) -> [OutboxItem]
     {
-        try write { connection in
+        try writeConnection { connection in
             let millis = now.storageMilliseconds
             try connection.cached(
                 """
@@ -83,7 +83,7 @@ extension Database {
 
     /// Tries again at `at`, unless a newer row for the same target was queued meanwhile (then it is superseded).
     public func scheduleRetry(_ id: Int64, at: Date, error: String, now: Date) throws(StorageError) {
-        try write { connection in try Self.scheduleRetry(id, at: at, error: error, now: now, connection) }
+        try writeConnection { connection in try Self.scheduleRetry(id, at: at, error: error, now: now, connection) }
     }
 
     static func scheduleRetry(_ id: Int64, at: Date, error: String, now: Date, _ connection: SQLiteConnection) throws {
@@ -130,7 +130,7 @@ extension Database {
 
     /// Puts dead letters back in the queue (all of them when `ids` is `nil`); returns how many.
     public func replayDeadLetters(ids: [Int64]?, now: Date) throws(StorageError) -> Int {
-        try write { connection in
+        try writeConnection { connection in
             let millis = now.storageMilliseconds
             if let ids {
                 var replayed = 0
@@ -151,7 +151,7 @@ extension Database {
 
     /// Appends one APNs attempt to the push log.
     public func logPush(_ attempt: PushAttempt) throws(StorageError) {
-        try write { connection in try Self.insertPushLog(attempt, connection) }
+        try writeConnection { connection in try Self.insertPushLog(attempt, connection) }
     }
 
     static func insertPushLog(_ attempt: PushAttempt, _ connection: SQLiteConnection) throws {
@@ -229,7 +229,7 @@ extension Database {
     }
 
     private func finish(_ id: Int64, state: String, error: String?, now: Date) throws(StorageError) {
-        try write { connection in try Self.finish(id, state: state, error: error, now: now, connection) }
+        try writeConnection { connection in try Self.finish(id, state: state, error: error, now: now, connection) }
     }
 
     static func finish(_ id: Int64, state: String, error: String?, now: Date, _ connection: SQLiteConnection) throws {

@@ -136,7 +136,7 @@ extension Database {
     ///   or an earlier removal leaves nothing to remove).
     @discardableResult
     public func completePushes(_ completions: [PushCompletion], now: Date) throws(StorageError) -> [Bool] {
-        try write { connection in
+        try writeConnection { connection in
             var removed: [Bool] = []
             removed.reserveCapacity(completions.count)
             for completion in completions {

@@ -120,9 +120,9 @@ public final class Database: Sendable {
     /// Runs `body` in a write transaction, shared with concurrent callers' writes (see
     /// `GroupCommitter`); its value is returned only after that transaction's COMMIT. Called from
     /// inside `atomically`, it joins that transaction instead (in a savepoint of its own).
-    func write<T>(_ body: (SQLiteConnection) throws -> T) throws(StorageError) -> T {
+    func writeConnection<T>(_ body: (SQLiteConnection) throws -> T) throws(StorageError) -> T {
         do {
-            return try writePassingThrough(body)
+            return try writeConnectionPassingThrough(body)
         } catch let error as StorageError {
             throw error
         } catch {
@@ -132,7 +132,7 @@ public final class Database: Sendable {
 
     /// `write`, for a body that may refuse with an error of its caller's (an `OrderError`): that
     /// error passes through as it is; SQLite's become `StorageError`.
-    func writePassingThrough<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+    func writeConnectionPassingThrough<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         let outcome: Result<T, any Error>
         if let ambient = AmbientWrite.current, ambient.database == ObjectIdentifier(self) {
             outcome = Self.nested(body, on: ambient.connection)

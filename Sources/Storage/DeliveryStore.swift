@@ -6,6 +6,10 @@ public import OrderDomain
 /// The API and the pusher depend on this protocol, not on SQLite, so that a PostgreSQL-compatible
 /// backend (and through it a distributed SQL engine) can be added for deployments that outgrow one
 /// machine. Every method is one transaction: it finishes (committed) or throws and leaves nothing.
+///
+/// Changes of an order go through `write`: the caller locks the order, decides with the domain and
+/// records the outcome through a `StoreTransaction`, so a backend stores rows and applies no rule.
+/// The contract every backend must keep is `StoreContractTests`, parameterised by backend.
 public protocol DeliveryStore: Sendable {
     // Orders and their history.
     func createOrder(_ order: Order, event: OrderEvent, trackingTokenHash: String?, now: Date, requestID: String?)
@@ -17,10 +21,10 @@ public protocol DeliveryStore: Sendable {
     func order(trackingTokenHash: String) throws(StorageError) -> Order?
     @discardableResult
     func replaceTrackingToken(orderID: String, hash: String) throws(StorageError) -> Bool
-    /// `nil` for a missing order; `change`'s `OrderError` passes through as it is.
-    func change(
-        orderID: String, now: Date, requestID: String?, _ change: (Order) throws(OrderError) -> ChangeOutcome
-    ) throws -> StoredChange?
+    /// Runs `body` in one write transaction (see `StoreTransaction`); its value comes back once the
+    /// transaction committed. What `body` throws comes back as it is; the store's failures are
+    /// `StorageError`.
+    func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T
     func events(orderID: String) throws(StorageError) -> [OrderEvent]
     func orderCountsByStatus() throws(StorageError) -> [OrderStatus: Int]
     func orderIDs(matching text: String, limit: Int) throws(StorageError) -> [String]
@@ -83,9 +87,8 @@ public protocol DeliveryStore: Sendable {
     /// Runs `body` so that all the writes it makes through this store commit together or not at all.
     func atomically<T>(_ body: () throws -> T) throws -> T
 
-    // Maintenance.
+    // Maintenance. (What only SQLite has, backups, checkpoints and commit statistics, is on `Database`.)
     func prune(now: Date, policy: RetentionPolicy) throws(StorageError) -> PruneReport
-    func backup(to path: String) throws(StorageError)
 }
 
 extension Database: DeliveryStore {}

@@ -1,6 +1,7 @@
 import Foundation
 import OrderDomain
 import Storage
+import TestSupport
 
 #if canImport(Glibc)
     import Glibc

@@ -2,6 +2,7 @@ import Foundation
 import OrderDomain
 import Storage
 import Synchronization
+import TestSupport
 import Testing
 
 @Suite("Group commit")

@@ -1,5 +1,6 @@
 import Foundation
 import OrderDomain
+import TestSupport
 import Testing
 
 @testable import Storage

@@ -1,6 +1,7 @@
 import Foundation
 import OrderDomain
 import Storage
+import TestSupport
 
 /// `StoreFixtures.setStatus` named an order that is not there.
 struct MissingOrder: Error {

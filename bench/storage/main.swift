@@ -55,8 +55,12 @@ var committed = 0
 passes: for status in [OrderStatus.preparing, .pickup, .delivering, .delivered] {
     for index in targets {
         if committed == changes { break passes }
-        let stored = try database.change(orderID: "o-\(index)", now: Date()) { order throws(OrderError) in
-            try order.applying(StatusChange(status: status), by: .admin, at: Date())
+        // What the API does for a status change: lock, decide, record.
+        let stored = try database.write { transaction -> StoredChange? in
+            guard let order = try transaction.lockOrder(id: "o-\(index)") else { return nil }
+            let now = Date()
+            let outcome = try order.applying(StatusChange(status: status), by: .admin, at: now)
+            return try transaction.record(outcome, now: now, requestID: nil)
         }
         if stored?.eventID != nil { committed += 1 }
     }

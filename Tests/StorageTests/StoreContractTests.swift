@@ -1,0 +1,120 @@
+import Foundation
+import OrderDomain
+import Storage
+import TestSupport
+import Testing
+
+/// A backend the contract runs against: how to open a fresh store, and a second handle on the same
+/// data (another node). SQLite is the only one so far; a PostgreSQL backend adds its own line.
+struct StoreBackend: Sendable, CustomTestStringConvertible {
+    let name: String
+    let open: @Sendable (_ place: String) throws -> any DeliveryStore
+
+    var testDescription: String { name }
+
+    static let all: [StoreBackend] = [
+        StoreBackend(name: "SQLite") { place in try Database.open(StorageConfiguration(dataDirectory: place)) }
+    ]
+}
+
+/// What every backend of `DeliveryStore` must do, written against the interface alone.
+@Suite("Store contract")
+struct StoreContractTests {
+    /// A fresh place for a backend's data, removed with the value.
+    final class Place {
+        let path = NSTemporaryDirectory() + "store-contract-" + UUID().uuidString
+        deinit { try? FileManager.default.removeItem(atPath: path) }
+    }
+
+    static func seeded(_ store: any DeliveryStore) throws -> Order {
+        let (order, event) = try StoreFixtures.newOrder()
+        _ = try store.createOrder(order, event: event, trackingTokenHash: nil, now: StoreFixtures.t0, requestID: "r-1")
+        _ = try store.registerActivity(
+            orderID: order.id, activityID: "a", pushToken: "t", environment: .production, bundleID: "b",
+            shown: nil, liveLimit: 10, now: StoreFixtures.t0, requestID: nil)
+        return order
+    }
+
+    /// The write path as the API runs it: the order read locked, the domain's outcome recorded (row,
+    /// event, one push per live activity carrying the event and request), all visible after commit.
+    @Test(arguments: StoreBackend.all)
+    func recordsAnAppliedChange(backend: StoreBackend) throws {
+        let place = Place()
+        let store = try backend.open(place.path)
+        let order = try Self.seeded(store)
+        _ = try store.claimDue(owner: "w", now: StoreFixtures.t0, lease: 1, limit: 10)  // the registration's push
+        let stored = try store.write { transaction in
+            let current = try #require(try transaction.lockOrder(id: order.id))
+            #expect(current == order, "the locked order is the stored one, private fields included")
+            let outcome = try current.applying(
+                StatusChange(status: .preparing), by: .merchant(id: "m-1"), at: StoreFixtures.t0)
+            return try transaction.record(outcome, now: StoreFixtures.t0, requestID: "r-2")
+        }
+        #expect(stored.queuedPushes == 1)
+        #expect(try store.order(id: order.id)?.status == .preparing)
+        #expect(try store.events(orderID: order.id).map(\.to) == [.placed, .preparing])
+        let claimed = try store.claimDue(
+            owner: "w", now: StoreFixtures.t0.addingTimeInterval(2), lease: 30, limit: 5)
+        #expect(claimed.map(\.target) == [.activity(activityID: "a")])
+        #expect(claimed.first?.eventID == stored.eventID)
+        #expect(claimed.first?.requestID == "r-2")
+    }
+
+    /// A body that throws leaves nothing, and its error comes back as it is: a domain refusal after
+    /// writes were made is an `OrderError`, not a storage failure.
+    @Test(arguments: StoreBackend.all)
+    func aRefusalWritesNothingAndComesBackUnwrapped(backend: StoreBackend) throws {
+        let place = Place()
+        let store = try backend.open(place.path)
+        let order = try Self.seeded(store)
+        let depth = try store.outboxDepth().count
+        #expect(throws: OrderError(.illegalTransition, "")) {
+            try store.write { transaction in
+                let current = try #require(try transaction.lockOrder(id: order.id))
+                let outcome = try current.applying(StatusChange(status: .pickup), by: .admin, at: StoreFixtures.t0)
+                _ = try transaction.record(outcome, now: StoreFixtures.t0, requestID: nil)
+                throw OrderError(.illegalTransition, "refused after writing")
+            }
+        }
+        #expect(try store.order(id: order.id)?.status == .placed)
+        #expect(try store.events(orderID: order.id).count == 1)
+        #expect(try store.outboxDepth().count == depth)
+    }
+
+    /// `unchanged` writes nothing; a missing order reads as `nil`.
+    @Test(arguments: StoreBackend.all)
+    func unchangedWritesNothing(backend: StoreBackend) throws {
+        let place = Place()
+        let store = try backend.open(place.path)
+        let order = try Self.seeded(store)
+        let depth = try store.outboxDepth().count
+        let stored = try store.write { transaction in
+            let current = try #require(try transaction.lockOrder(id: order.id))
+            let outcome = try current.applying(StatusChange(status: .placed), by: .admin, at: StoreFixtures.t0)
+            return try transaction.record(outcome, now: StoreFixtures.t0, requestID: nil)
+        }
+        #expect(stored.eventID == nil && stored.queuedPushes == 0)
+        #expect(try store.events(orderID: order.id).count == 1)
+        #expect(try store.outboxDepth().count == depth)
+        #expect(try store.write { try $0.lockOrder(id: "missing") } == nil)
+    }
+
+    /// Concurrent changes of one order through two handles on the same data serialize on the lock:
+    /// 40 ETA changes, each deciding on the order it locked, leave 40 events and the last ETA.
+    @Test(arguments: StoreBackend.all)
+    func changesOfOneOrderSerializeAcrossHandles(backend: StoreBackend) throws {
+        let place = Place()
+        let stores = [try backend.open(place.path), try backend.open(place.path)]
+        let order = try Self.seeded(stores[0])
+        DispatchQueue.concurrentPerform(iterations: 40) { index in
+            _ = try? stores[index % 2].write { transaction in
+                let current = try #require(try transaction.lockOrder(id: order.id))
+                let later = current.estimatedArrival.addingTimeInterval(60)
+                let outcome = try current.changingEstimatedArrival(to: later, by: .admin, at: StoreFixtures.t0)
+                return try transaction.record(outcome, now: StoreFixtures.t0, requestID: nil)
+            }
+        }
+        #expect(try stores[1].events(orderID: order.id).count == 41)
+        #expect(try stores[1].order(id: order.id)?.estimatedArrival == order.estimatedArrival.addingTimeInterval(2400))
+    }
+}
