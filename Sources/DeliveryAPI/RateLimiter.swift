@@ -99,8 +99,12 @@ final class RateLimiter: Sendable {
         }
     }
 
+    /// The bucket at `now`. Its time never goes back: handler threads read the clock before they
+    /// queue for the lock, so a late thread may bring an older `now`; moving `updated` back to it
+    /// would credit the same interval again to the next thread (one key got 24 % over its rate).
     private func refilled(_ bucket: Bucket, _ now: Date) -> Bucket {
-        let elapsed = max(0, now.timeIntervalSince(bucket.updated))
+        guard now > bucket.updated else { return bucket }
+        let elapsed = now.timeIntervalSince(bucket.updated)
         return Bucket(tokens: min(limit.burst, bucket.tokens + elapsed * limit.perSecond), updated: now)
     }
 }
