@@ -227,17 +227,12 @@ public struct DeliveryService: Sendable {
         }
     }
 
-    /// The caller, within the rate limits: an address that failed too often is turned away before
-    /// any lookup; failures naming one key id past its limit answer `429` (the right key still gets
-    /// in); every credential has a request rate.
+    /// The caller, within the rate limits. The credential is always checked first, so a right one
+    /// gets in from anywhere (an address behind a carrier NAT or a load balancer is shared by the
+    /// innocent): only failures count, per client address and per key id, and past either limit a
+    /// failure is answered `429` instead of `401`. Every credential has a request rate.
     private func authenticate(_ request: HTTPRequest, now: Date) throws(APIError) -> Caller {
         let address = request.clientAddress.map { "address:" + $0 }
-        if let address, !limiters.failuresByAddress.hasRoom(address, now: now) {
-            metrics.rateLimited.increment(["failed_authentications_per_address"])
-            throw .rateLimited(
-                "too many failed authentications from this address",
-                retryAfter: 1 / limiters.failuresByAddress.limit.perSecond)
-        }
         // Two credentials in one request: a proxy and a client could each read a different one.
         guard request.count(ofHeader: "Authorization") < 2 else { throw .badRequest("send one Authorization header") }
         let authorization = request.header("Authorization")
@@ -246,12 +241,18 @@ public struct DeliveryService: Sendable {
             caller = try Credentials.authenticate(
                 authorization, store: store, now: now, trackingTokenLifetime: configuration.trackingTokenLifetime)
         } catch  where error.status == 401 {
-            if let address { _ = limiters.failuresByAddress.take(address, now: now) }
-            if let keyID = authorization.flatMap(Credentials.keyID(inAuthorization:)),
-                let wait = limiters.failuresByKey.take("key:" + keyID, now: now)
-            {
+            // The failure counts against both; past either limit it is answered 429.
+            let keyWait = authorization.flatMap(Credentials.keyID(inAuthorization:)).flatMap {
+                limiters.failuresByKey.take("key:" + $0, now: now)
+            }
+            let addressWait = address.flatMap { limiters.failuresByAddress.take($0, now: now) }
+            if let keyWait {
                 metrics.rateLimited.increment(["failed_authentications_per_key"])
-                throw .rateLimited("too many failed authentications for this key id", retryAfter: wait)
+                throw .rateLimited("too many failed authentications for this key id", retryAfter: keyWait)
+            }
+            if let addressWait {
+                metrics.rateLimited.increment(["failed_authentications_per_address"])
+                throw .rateLimited("too many failed authentications from this address", retryAfter: addressWait)
             }
             throw error
         }

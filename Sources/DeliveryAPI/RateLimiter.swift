@@ -74,14 +74,6 @@ final class RateLimiter: Sendable {
         shards[Int(UInt(bitPattern: key.hashValue) % UInt(shards.count))]
     }
 
-    /// Whether `key` has a token left, without taking it.
-    func hasRoom(_ key: String, now: Date) -> Bool {
-        shard(key).buckets.withLock { buckets in
-            guard let bucket = buckets[key] else { return true }
-            return refilled(bucket, now).tokens >= 1
-        }
-    }
-
     /// Takes a token; returns `nil` when there was one, else how long until the next one comes.
     func take(_ key: String, now: Date) -> TimeInterval? {
         shard(key).buckets.withLock { buckets in

@@ -37,9 +37,13 @@ final class ConnectionTable: Sendable {
     private let refusedPerAddress = Atomic<Int>(0)
     private let acceptPauses = Atomic<Int>(0)
 
-    init(limit: Int, perAddressLimit: Int) {
+    /// Addresses the per-address cap does not apply to (proxies carry many clients).
+    private let exempt: TrustedProxies
+
+    init(limit: Int, perAddressLimit: Int, exempt: TrustedProxies = TrustedProxies()) {
         self.limit = limit
         self.perAddressLimit = perAddressLimit
+        self.exempt = exempt
     }
 
     var count: Int { total.load(ordering: .relaxed) }
@@ -51,7 +55,7 @@ final class ConnectionTable: Sendable {
             refusedAtLimit.wrappingAdd(1, ordering: .relaxed)
             return .limit
         }
-        guard perAddressLimit > 0 else { return nil }
+        guard perAddressLimit > 0, !exempt.contains(networkOrder: address) else { return nil }
         let admitted = perAddress.withLock { counts in
             let current = counts[address, default: 0]
             guard current < perAddressLimit else { return false }
@@ -69,7 +73,7 @@ final class ConnectionTable: Sendable {
     /// Gives back the slot `admit` took.
     func release(_ address: UInt32) {
         total.wrappingSubtract(1, ordering: .relaxed)
-        guard perAddressLimit > 0 else { return }
+        guard perAddressLimit > 0, !exempt.contains(networkOrder: address) else { return }
         perAddress.withLock { counts in
             let remaining = counts[address, default: 1] - 1
             counts[address] = remaining > 0 ? remaining : nil

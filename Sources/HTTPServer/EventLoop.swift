@@ -334,7 +334,8 @@ final class EventLoop {
                         HTTPRequestParser.equalsIgnoringCase($0.name, "x-request-id")
                     }?.value)
                 connection.machine.inFlight?.requestID = request.requestID
-                request.clientAddress = Posix.ipv4Text(connection.peer)
+                request.clientAddress = configuration.trustedProxies.clientAddress(
+                    peer: connection.peer, headers: request.headers)
                 let (mailbox, fd, generation, finalRequest) = (
                     self.mailbox, connection.fd, connection.generation, request
                 )

@@ -46,7 +46,8 @@ public final class HTTPServer: Sendable {
         self.listeners = listeners
         self.statistics = listeners.map { _ in LoopStatistics() }
         self.connectionTable = ConnectionTable(
-            limit: connectionLimit, perAddressLimit: max(0, configuration.maxConnectionsPerAddress))
+            limit: connectionLimit, perAddressLimit: max(0, configuration.maxConnectionsPerAddress),
+            exempt: configuration.trustedProxies)
         self.handlerPool = HandlerPool(threadCount: configuration.handlerThreads)
         self.boundAddress = address
         self.configuration = configuration

@@ -19,6 +19,9 @@ public struct HTTPServerConfiguration: Sendable {
     /// Open connections one client address may hold at most (0: no cap), so that one address cannot
     /// take every slot. A proxy in front of the server carries many clients: raise it there.
     public var maxConnectionsPerAddress: Int
+    /// Load balancers or proxies whose `Forwarded` / `X-Forwarded-For` name the client (see
+    /// `TrustedProxies`); they are also exempt from `maxConnectionsPerAddress`. None by default.
+    public var trustedProxies: TrustedProxies
     /// Descriptors kept for everything but client connections (the database, logs, APNs, threads'
     /// own), so that connections can never exhaust what the rest of the process needs.
     public var reservedDescriptors: Int
@@ -33,8 +36,9 @@ public struct HTTPServerConfiguration: Sendable {
         handlerThreads: Int = 64,
         backlog: Int32 = 1024, limits: HTTPLimits = HTTPLimits(), requestTimeout: Double = 10, idleTimeout: Double = 60,
         writeTimeout: Double = 30, maxConnections: Int = 20_000, maxConnectionsPerAddress: Int = 256,
-        reservedDescriptors: Int = 256, shutdownDeadline: Double = 10
+        reservedDescriptors: Int = 256, trustedProxies: TrustedProxies = TrustedProxies(), shutdownDeadline: Double = 10
     ) {
+        self.trustedProxies = trustedProxies
         self.maxConnectionsPerAddress = maxConnectionsPerAddress
         self.reservedDescriptors = reservedDescriptors
         self.address = address

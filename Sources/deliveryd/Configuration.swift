@@ -35,6 +35,7 @@ struct Configuration: Sendable {
     var maxBodyBytes = 1024 * 1024
     var maxConnections = 20_000
     var maxConnectionsPerAddress = 256
+    var trustedProxies = TrustedProxies()
     var eventLoops = 2
     var handlerThreads = 64
     var requestTimeoutSeconds = 10
@@ -309,6 +310,27 @@ struct Configuration: Sendable {
             range: 0...1_000_000,
             help: "open connections one client address may hold; 0 for no cap; raise it behind a proxy (default 256)",
             keyPath: \.maxConnectionsPerAddress
+        ),
+        Setting(
+            flag: "--trusted-proxies", environment: "DELIVERYD_TRUSTED_PROXIES", placeholder: "NETWORKS",
+            help:
+                "comma-separated IPv4 networks or addresses of load balancers whose Forwarded / X-Forwarded-For name the client (default none: the peer is the client)",
+            isSecret: false,
+            apply: { config, value throws(ConfigurationError) in
+                var networks: [IPv4Network] = []
+                for item in value.split(separator: ",") {
+                    guard let network = IPv4Network(parsing: item.trimmingCharacters(in: .whitespaces)) else {
+                        throw .invalid(
+                            "--trusted-proxies", value, "expected IPv4 networks such as 10.0.0.0/8,192.0.2.7")
+                    }
+                    networks.append(network)
+                }
+                config.trustedProxies = TrustedProxies(networks)
+            },
+            current: { configuration in
+                let networks = configuration.trustedProxies.networks
+                return networks.isEmpty ? nil : networks.map(\.description).joined(separator: ",")
+            }
         ),
         integerSetting(
             flag: "--event-loops", environment: "DELIVERYD_EVENT_LOOPS", range: 1...64,

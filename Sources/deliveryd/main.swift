@@ -239,7 +239,8 @@ do {
             requestTimeout: Double(configuration.requestTimeoutSeconds),
             idleTimeout: Double(configuration.idleTimeoutSeconds),
             maxConnections: configuration.maxConnections,
-            maxConnectionsPerAddress: configuration.maxConnectionsPerAddress
+            maxConnectionsPerAddress: configuration.maxConnectionsPerAddress,
+            trustedProxies: configuration.trustedProxies
         ),
         router: service.router(),
         accessLog: accessLog

@@ -60,6 +60,8 @@ struct ExecutableTests {
             ([], ["DELIVERYD_DISMISSAL_DELAY": "-5"], "DELIVERYD_DISMISSAL_DELAY"),
             (["--apns-apps", "com.example.app=/keys/a.p8:KEYID"], [:], "--apns-apps"),
             ([], ["APNS_APPS": "com.example.app"], "APNS_APPS"),
+            (["--trusted-proxies", "10.0.0.0/8,proxy.local"], [:], "--trusted-proxies"),
+            ([], ["DELIVERYD_MAX_CONNECTIONS_PER_ADDRESS": "-1"], "DELIVERYD_MAX_CONNECTIONS_PER_ADDRESS"),
         ] as [([String], [String: String], String)])
     func badConfigurationFailsLoudly(arguments: [String], environment: [String: String], named: String) throws {
         let (status, _, errors) = try DeliverydProcess.run(arguments, environment: environment)

@@ -38,6 +38,9 @@ final class TestServer: Sendable {
             HTTPResponse(status: 200, body: Array("order \(request.pathParameters["id"] ?? "?")".utf8))
         }
         router.add("POST", "/echo") { request in HTTPResponse(status: 200, body: request.body) }
+        router.add("GET", "/whoami") { request in
+            HTTPResponse(status: 200, body: Array((request.clientAddress ?? "-").utf8))
+        }
         router.add("GET", "/slow") { _ in
             usleep(600_000)
             return HTTPResponse(status: 200, body: Array("slow".utf8))
@@ -238,6 +241,28 @@ struct ServerSocketTests {
             if !servedAgain { usleep(50_000) }
         }
         #expect(servedAgain, "the slot given back is free again")
+    }
+
+    /// A trusted proxy's forwarded client is the request's client; anyone else's header is ignored;
+    /// the proxy may hold more connections than one address may.
+    @Test func trustedProxyForwardsTheClient() throws {
+        var configuration = HTTPServerConfiguration(address: ListenAddress(host: "127.0.0.1", port: 0))
+        configuration.maxConnectionsPerAddress = 2
+        configuration.trustedProxies = TrustedProxies([IPv4Network(parsing: "127.0.0.5")].compactMap { $0 })
+        let test = try TestServer(configuration)
+        defer { test.server.shutdown() }
+        func whoami(from source: String) throws -> String? {
+            let connection = try RawConnection(port: test.port, source: source)
+            connection.send("GET /whoami HTTP/1.1\r\nHost: t\r\nX-Forwarded-For: 6.6.6.6, 203.0.113.9\r\n\r\n")
+            return connection.readResponse()?.body
+        }
+        #expect(try whoami(from: "127.0.0.5") == "203.0.113.9")
+        #expect(try whoami(from: "127.0.0.6") == "127.0.0.6")
+        let held = try (0..<4).map { _ in try RawConnection(port: test.port, source: "127.0.0.5") }
+        for connection in held {
+            connection.send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(connection.readResponse()?.status == 200, "a proxy is not capped per address")
+        }
     }
 
     /// The total cap holds across addresses, and the server goes on serving once slots are free.
