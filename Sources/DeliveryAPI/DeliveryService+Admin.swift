@@ -1,6 +1,7 @@
 import HTTPServer
 public import OrderDomain
 public import Storage
+import Telemetry
 
 extension DeliveryService {
     /// `POST /v1/admin/keys`: `{role, merchantId?, riderId?}` → the new key, shown this once.
@@ -110,5 +111,39 @@ extension DeliveryService {
     private func requireAdmin(_ call: Call) throws(APIError) -> HTTPResponse {
         guard case .staff(.admin, _) = call.caller else { throw .forbidden("this needs an admin key") }
         return HTTPResponse(status: 200)
+    }
+}
+
+extension DeliveryService {
+    /// `DELETE /v1/admin/merchants/{merchantId}/customers/{customerId}/personal-data`: the right to
+    /// erasure. Every order of that merchant's customer, open or ended, loses the customer's name,
+    /// phone, address, payment, note, destination, the rider's phone and free-text reasons; the
+    /// customer's push-to-start devices are removed and the orders' activities ended. The orders'
+    /// statuses and times stay. Nothing of it is left in the database's files afterwards (backups
+    /// taken before keep theirs).
+    func erasePersonalData(_ call: Call) throws -> HTTPResponse {
+        try requireAdmin(call)
+        let merchantID = call.parameter("merchantId")
+        let customerID = call.parameter("customerId")
+        var reader = FieldReader()
+        for (field, value) in [("merchantId", merchantID), ("customerId", customerID)]
+        where !OrderLimits.isIdentifier(value) {
+            reader.fail(field, "must be 1 to 64 characters without white space or control characters")
+        }
+        try reader.finish()  // a well-formed id that names no customer erases nothing (0 orders)
+        let report = try store.erasePersonalData(merchantID: merchantID, customerID: customerID, now: call.now)
+        logger.info(
+            "customer.personal_data_erased",
+            [
+                "merchant.id": .string(merchantID), "erased.orders": .int(report.orders),
+                "erased.devices": .int(report.devices), "request.id": .string(call.request.requestID),
+            ])
+        return json(
+            200,
+            .object([
+                "merchantId": .string(merchantID), "customerId": .string(customerID),
+                "erasedOrders": .number(Double(report.orders)), "removedDevices": .number(Double(report.devices)),
+                "endedActivities": .number(Double(report.activities)),
+            ]))
     }
 }

@@ -160,6 +160,9 @@ public struct DeliveryService: Sendable {
         route(&router, "POST", "/v1/admin/keys", createKey)
         route(&router, "GET", "/v1/admin/keys", listKeys)
         route(&router, "DELETE", "/v1/admin/keys/{id}", revokeKey)
+        route(
+            &router, "DELETE", "/v1/admin/merchants/{merchantId}/customers/{customerId}/personal-data",
+            erasePersonalData)
         route(&router, "GET", "/v1/admin/dead-letters", listDeadLetters)
         route(&router, "POST", "/v1/admin/dead-letters/replay", idempotent: true, replayDeadLetters)
         route(&router, "GET", "/metrics", showMetrics)

@@ -27,8 +27,71 @@ extension Database {
             report.outbox += connection.changes
             try connection.cached("DELETE FROM idempotency_keys WHERE expires_at < ?").run([cutoff(0)])
             report.idempotencyKeys = connection.changes
+            report.erasedOrders = try Self.erasePersonalData(
+                where: "status IN ('delivered', 'cancelled') AND updated_at < ?", [cutoff(policy.personalData)],
+                now: now, connection)
             return report
         }
+    }
+
+    /// Erases the personal data of every order of one merchant's customer, open or ended (the right
+    /// to erasure), removes the customer's push-to-start devices and ends the orders' activities;
+    /// then truncates the WAL, so that none of it is left in the database's files. Backups taken
+    /// before keep what they held.
+    public func erasePersonalData(merchantID: String, customerID: String, now: Date) throws(StorageError)
+        -> ErasureReport
+    {
+        let report = try writeConnection { connection in
+            var report = ErasureReport()
+            report.orders = try Self.erasePersonalData(
+                where: "merchant_id = ? AND customer_id = ?", [.text(merchantID), .text(customerID)], now: now,
+                connection, includingErased: true)
+            try connection.cached("DELETE FROM push_to_start_tokens WHERE merchant_id = ? AND customer_id = ?")
+                .run([.text(merchantID), .text(customerID)])
+            report.devices = connection.changes
+            let activities = try connection.cached(
+                """
+                SELECT a.order_id, a.activity_id FROM activities AS a JOIN orders AS o ON o.id = a.order_id
+                WHERE o.merchant_id = ? AND o.customer_id = ? AND a.ended_at IS NULL
+                """
+            ).rows([.text(merchantID), .text(customerID)]) { ($0.text(0) ?? "", $0.text(1) ?? "") }
+            for (orderID, activityID) in activities {
+                report.activities +=
+                    try Self.endActivity(
+                        orderID: orderID, activityID: activityID, reason: "erased", now: now,
+                        onlyIfRegisteredBefore: nil, connection) ? 1 : 0
+            }
+            return report
+        }
+        try truncateLog()
+        return report
+    }
+
+    /// The personal data of the orders `condition` selects: the customer's name, phone and address,
+    /// the payment, the note, the destination, the rider's phone, and the free-text reasons of the
+    /// order's events. Statuses, times, the merchant, the number, the items and the customer's id
+    /// (the merchant's own pseudonym) stay: the order's history without whom it was for.
+    /// - Returns: how many orders were erased.
+    private static func erasePersonalData(
+        where condition: String, _ arguments: [SQLiteValue], now: Date, _ connection: SQLiteConnection,
+        includingErased: Bool = false
+    ) throws -> Int {
+        let selected = "(\(condition))" + (includingErased ? "" : " AND personal_data_erased_at IS NULL")
+        try connection.cached(
+            """
+            UPDATE order_events SET reason = NULL
+            WHERE reason IS NOT NULL AND order_id IN (SELECT id FROM orders WHERE \(selected))
+            """
+        ).run(arguments)
+        try connection.cached(
+            """
+            UPDATE orders SET customer_name = '', customer_phone = '', address = '', payment_method = '',
+                payment_brand = NULL, payment_last4 = NULL, note = NULL, rider_phone = NULL,
+                destination_latitude = NULL, destination_longitude = NULL, personal_data_erased_at = ?
+            WHERE \(selected)
+            """
+        ).run([.integer(now.storageMilliseconds)] + arguments)
+        return connection.changes
     }
 
     /// Writes a consistent copy of the live database to `path` (`VACUUM INTO`), while it keeps serving.

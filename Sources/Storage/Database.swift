@@ -117,6 +117,19 @@ public final class Database: Sendable {
         }
     }
 
+    /// Copies the WAL into the database file and truncates it to nothing, waiting for readers.
+    func truncateLog() throws(StorageError) {
+        do {
+            try checkpointer.withConnection { connection in
+                try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            }
+        } catch let error as SQLiteError {
+            throw StorageError(sqlite: error)
+        } catch {
+            throw StorageError("checkpoint failed: \(error)")
+        }
+    }
+
     /// Runs `body` in a write transaction, shared with concurrent callers' writes (see
     /// `GroupCommitter`); its value is returned only after that transaction's COMMIT. Called from
     /// inside `atomically`, it joins that transaction instead (in a savepoint of its own).

@@ -89,6 +89,8 @@ public protocol DeliveryStore: Sendable {
 
     // Maintenance. (What only SQLite has, backups, checkpoints and commit statistics, is on `Database`.)
     func prune(now: Date, policy: RetentionPolicy) throws(StorageError) -> PruneReport
+    /// The right to erasure: one merchant's customer's personal data, gone from the store's files.
+    func erasePersonalData(merchantID: String, customerID: String, now: Date) throws(StorageError) -> ErasureReport
 }
 
 extension Database: DeliveryStore {}

@@ -200,15 +200,20 @@ public struct RetentionPolicy: Sendable, Hashable {
     public var pushLog: TimeInterval
     public var finishedOutboxRows: TimeInterval
     public var deadLetters: TimeInterval
+    /// How long after an order ended its customer's personal data is kept (see `ErasedFields`).
+    public var personalData: TimeInterval
 
     /// Defaults: ended activities 7 days, push log 30 days, sent/superseded outbox rows 1 day,
-    /// dead letters 30 days. Expired idempotency keys go at once.
+    /// dead letters 30 days, personal data 30 days after the order ended. Expired idempotency keys
+    /// go at once.
     public init(
         endedActivities: TimeInterval = 7 * 86_400,
         pushLog: TimeInterval = 30 * 86_400,
         finishedOutboxRows: TimeInterval = 86_400,
-        deadLetters: TimeInterval = 30 * 86_400
+        deadLetters: TimeInterval = 30 * 86_400,
+        personalData: TimeInterval = 30 * 86_400
     ) {
+        self.personalData = personalData
         self.endedActivities = endedActivities
         self.pushLog = pushLog
         self.finishedOutboxRows = finishedOutboxRows
@@ -222,6 +227,21 @@ public struct PruneReport: Sendable, Hashable {
     public var pushLog = 0
     public var outbox = 0
     public var idempotencyKeys = 0
+    /// Ended orders whose personal data was erased.
+    public var erasedOrders = 0
+}
+
+/// What `erasePersonalData(merchantID:customerID:now:)` removed.
+public struct ErasureReport: Sendable, Hashable {
+    public var orders = 0
+    public var devices = 0
+    public var activities = 0
+
+    public init(orders: Int = 0, devices: Int = 0, activities: Int = 0) {
+        self.orders = orders
+        self.devices = devices
+        self.activities = activities
+    }
 }
 
 extension Date {

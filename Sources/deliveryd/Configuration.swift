@@ -35,6 +35,7 @@ struct Configuration: Sendable {
     var maxBodyBytes = 1024 * 1024
     var maxConnections = 20_000
     var maxConnectionsPerAddress = 256
+    var personalDataRetentionDays = 30
     var trustedProxies = TrustedProxies()
     var eventLoops = 2
     var handlerThreads = 64
@@ -331,6 +332,12 @@ struct Configuration: Sendable {
                 let networks = configuration.trustedProxies.networks
                 return networks.isEmpty ? nil : networks.map(\.description).joined(separator: ",")
             }
+        ),
+        integerSetting(
+            flag: "--personal-data-retention", environment: "DELIVERYD_PERSONAL_DATA_RETENTION", range: 1...3650,
+            help:
+                "days after an order ended that its customer's name, phone, address, payment, note and destination are kept (default 30)",
+            keyPath: \.personalDataRetentionDays
         ),
         integerSetting(
             flag: "--event-loops", environment: "DELIVERYD_EVENT_LOOPS", range: 1...64,

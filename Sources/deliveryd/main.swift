@@ -139,12 +139,15 @@ let pruneTimer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
 pruneTimer.schedule(deadline: .now(), repeating: .seconds(3600))
 pruneTimer.setEventHandler {
     do {
-        let report = try storage.prune(now: Date())
+        let report = try storage.prune(
+            now: Date(),
+            policy: RetentionPolicy(personalData: Double(configuration.personalDataRetentionDays) * 86_400))
         logger.info(
             "storage.pruned",
             [
                 "pruned.activities": .int(report.activities), "pruned.push_log": .int(report.pushLog),
                 "pruned.outbox": .int(report.outbox), "pruned.idempotency_keys": .int(report.idempotencyKeys),
+                "erased.orders": .int(report.erasedOrders),
             ])
     } catch {
         logger.error("storage.prune_failed", ["error": .string("\(error)")])

@@ -102,6 +102,9 @@ let matrix: [MatrixRow] = [
         "POST", "/v1/admin/dead-letters/replay", body: { _ in [:] },
         [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401]
     ),
+    MatrixRow(
+        "DELETE", "/v1/admin/merchants/m-1/customers/c-42/personal-data",
+        [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401]),
     MatrixRow("GET", "/metrics", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401]),
     MatrixRow("GET", "/v1/admin/stats", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401]),
     MatrixRow("GET", "/v1/admin/stats?history=all", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401]),
@@ -130,6 +133,7 @@ struct AuthorizationMatrixTests {
                         case "d-1", "d-2": "{deviceId}"
                         case "{credential}": "{credentialId}"
                         case "r-1": "{riderId}"
+                        case "m-1": "{merchantId}"
                         default: String(segment)
                         }
                     }.joined(separator: "/")

@@ -125,6 +125,9 @@ struct HostileInputTests {
                 body: ["role": "merchant", "merchantId": "m-7", "riderId": "r-7"], bearer: Self.adminKey),
             Sample(operation: "GET /v1/admin/keys", path: "/v1/admin/keys", body: nil, bearer: Self.adminKey),
             Sample(
+                operation: "DELETE /v1/admin/merchants/{merchantId}/customers/{customerId}/personal-data",
+                path: "/v1/admin/merchants/m-1/customers/%C2%84%00%FF/personal-data", body: nil, bearer: Self.adminKey),
+            Sample(
                 operation: "DELETE /v1/admin/keys/{id}", path: "/v1/admin/keys/\(spare)", body: nil,
                 bearer: Self.adminKey),
             Sample(

@@ -10,9 +10,9 @@ struct MigrationTests {
         let directory = try TemporaryDirectory()
         let configuration = StorageConfiguration(dataDirectory: directory.path)
         let bundled = try Migrator.bundled()
-        #expect(bundled.map(\.version) == [1, 2, 3, 4, 5, 6])
+        #expect(bundled.map(\.version) == [1, 2, 3, 4, 5, 6, 7])
         let connection = try SQLiteConnection.open(configuration)
-        #expect(try Migrator.migrate(connection, bundled) == [1, 2, 3, 4, 5, 6])
+        #expect(try Migrator.migrate(connection, bundled) == [1, 2, 3, 4, 5, 6, 7])
         #expect(try Migrator.migrate(connection, bundled) == [])
         let tables = try connection.cached("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
             .rows([]) { $0.text(0) ?? "" }

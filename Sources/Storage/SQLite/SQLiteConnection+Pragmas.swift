@@ -1,6 +1,7 @@
 extension SQLiteConnection {
     /// Opens a connection with the pragmas deliveryd relies on: WAL, foreign keys, the configured
-    /// `synchronous` level and busy timeout.
+    /// `synchronous` level and busy timeout, and `secure_delete=FAST`, which zeroes what a change
+    /// frees on the pages it writes anyway, so that erased personal data does not linger in them.
     package static func open(_ configuration: StorageConfiguration, readOnly: Bool = false) throws(SQLiteError)
         -> SQLiteConnection
     {
@@ -12,6 +13,7 @@ extension SQLiteConnection {
         try connection.execute(
             """
             PRAGMA foreign_keys=ON;
+            PRAGMA secure_delete=FAST;
             PRAGMA synchronous=\(configuration.synchronous.rawValue);
             PRAGMA cache_size=-\(configuration.cacheSizeKiB);
             """
