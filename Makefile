@@ -10,7 +10,7 @@ export PATH := $(if $(wildcard /opt/swift/usr/bin),/opt/swift/usr/bin:,)$(PATH)
 APT_PACKAGES := libsqlite3-dev libcurl4-openssl-dev libssl-dev pkg-config ca-certificates openssl
 SWIFT_FORMAT_PATHS := Sources Tests bench Package.swift
 
-.PHONY: help deps test-deps venv build run test lint format clean bench bench-http bench-projection bench-storage bench-push-latency bench-pusher bench-e2e bench-rides soak
+.PHONY: help deps test-deps venv build run test lint format clean bench bench-http bench-projection bench-storage bench-push-latency bench-pusher bench-e2e bench-rides bench-stats soak
 
 help:
 	@echo "make run    build (release) and run deliveryd on 127.0.0.1:8080 with data in ./var"
@@ -75,7 +75,7 @@ test: test-deps venv lint
 	swift build --build-tests
 	MALLOC_ARENA_MAX=1 swift test --skip-build
 
-bench: bench-http bench-projection bench-storage bench-push-latency bench-pusher bench-e2e bench-rides
+bench: bench-http bench-projection bench-storage bench-push-latency bench-pusher bench-e2e bench-rides bench-stats
 
 ## deliveryd against nginx with wrk, and 10,000 idle keep-alive connections.
 bench-http: deps
@@ -106,6 +106,10 @@ bench-e2e: deps venv
 bench-rides: deps venv
 	BATCH=1 bash bench/rides.sh
 	BATCH=5 bash bench/rides.sh
+
+## The dashboard's stats answer with a full history, while the end-to-end workload runs.
+bench-stats: deps venv
+	bash bench/stats.sh
 
 ## The fault tests at full length: 200 random kill -9 under load, a 60 s APNs outage.
 soak: test-deps venv

@@ -5,7 +5,10 @@ usage: e2e.py DELIVERYD_BINARY   (from the repository root, with the bench virtu
 Environment: ORDERS (live orders per run, default 30000), DURATION (seconds of load, default 15),
 CONNECTIONS (status posters, default 64), POLLERS (customers polling, default 32),
 SCALE_ORDERS (orders already in the database for the scale run, default 1000000), RUNS (comma list
-of: deliveryd, peer, scale, connections, slow-apns; default all), RESULTS (JSON path).
+of: deliveryd, peer, scale, connections, slow-apns; default all), RESULTS (JSON path),
+DELIVERYD_ARGS (more flags for deliveryd), STATS_POLL (with 1: the dashboard's poll, GET
+/v1/admin/stats?history=all every 200 ms during the load, once the history holds STATS_SAMPLES
+samples, default 1800: a full hour and day; reports stats_p99_ms, stats_bytes, history_samples).
 Prints a table and ends with one line:
     changes_per_s=N peer_changes_per_s=N ratio=R p99_ms=X peer_p99_ms=Y scale_ratio=S conn_rss_mb=M slow_apns_p99_ratio=Q
 """
@@ -173,7 +176,8 @@ class Deliveryd:
             "--access-log", "off", "--apns-key-file", f"{self.work}/signing.pem", "--apns-key-id", "ABC123DEFG",
             "--apns-team-id", "DEF123GHIJ", "--apns-topic", "com.example.app",
             "--apns-development-url", self.apns_url, "--apns-production-url", self.apns_url,
-            "--apns-ca-file", f"{self.work}/ca.pem"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            "--apns-ca-file", f"{self.work}/ca.pem"] + os.environ.get("DELIVERYD_ARGS", "").split(),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(self.port)
         self.client = Client(self.port)
 
@@ -246,6 +250,38 @@ class Peer:
         self.process.wait(timeout=30)
 
 
+class StatsPoller(threading.Thread):
+    """The dashboard's poll during the load: the whole history with every answer, as a reload asks."""
+
+    def __init__(self, port):
+        super().__init__(daemon=True)
+        self.port, self.latencies_ms, self.bytes, self.stopping = port, [], 0, threading.Event()
+
+    @staticmethod
+    def fetch(port):
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        started = time.perf_counter()
+        connection.request("GET", "/v1/admin/stats?history=all", headers={"Authorization": f"Bearer {ADMIN}"})
+        response = connection.getresponse()
+        payload = response.read()
+        elapsed = (time.perf_counter() - started) * 1000
+        connection.close()
+        if response.status != 200:
+            raise RuntimeError(f"stats: {response.status} {payload[:200]!r}")
+        return elapsed, payload
+
+    @staticmethod
+    def samples(port):
+        _, payload = StatsPoller.fetch(port)
+        return sum(len(tier["timesMs"]) for tier in json.loads(payload)["history"]["tiers"])
+
+    def run(self):
+        while not self.stopping.wait(0.2):
+            elapsed, payload = self.fetch(self.port)
+            self.latencies_ms.append(elapsed)
+            self.bytes = len(payload)
+
+
 def wait_for_empty_outbox(server, timeout=300):
     """Waits until the server has no push left to send (or `timeout` passed); returns what is left."""
     with sqlite3.connect(f"file:{server.database}?mode=ro", uri=True) as connection:
@@ -304,6 +340,14 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
             wait_line = holder.stdout.readline()
             if not wait_line.startswith("holding"):
                 sys.exit(f"idle connections: {wait_line}")
+        poller = None
+        if os.environ.get("STATS_POLL") == "1":
+            wanted = int(os.environ.get("STATS_SAMPLES", "1800"))
+            deadline = time.time() + 600
+            while StatsPoller.samples(server.port) < wanted and time.time() < deadline:
+                time.sleep(1)
+            poller = StatsPoller(server.port)
+            poller.start()
         since_ms = int(time.time() * 1000)
         cpu_before = cpu_seconds(server.process.pid)
         started = time.time()
@@ -313,6 +357,14 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
             if pollers else None
         status = wrk_result(posters)
         poll = wrk_result(polls) if polls else None
+        stats = None
+        if poller:
+            poller.stopping.set()
+            poller.join()
+            stats = {"stats_p99_ms": round(percentile(poller.latencies_ms, 0.99), 2),
+                     "stats_p50_ms": round(percentile(poller.latencies_ms, 0.5), 2),
+                     "stats_polls": len(poller.latencies_ms), "stats_bytes": poller.bytes,
+                     "history_samples": StatsPoller.samples(server.port)}
         rss = rss_mb(server.process.pid)
         if holder:
             holder.send_signal(signal.SIGTERM)
@@ -339,6 +391,8 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
         "cpu_s_per_1000_changes": round(1000 * cpu / max(1, changes), 3), "rss_mb": round(rss, 1),
         "connections": connections + pollers + idle,
     }
+    if stats:
+        result.update(stats)
     if status["status_errors"]:
         result["note"] = "some changes were refused (409 after the last status): raise ORDERS"
     return result
