@@ -29,6 +29,10 @@ extension DeliveryService {
         let shown = readShownState(body, &reader)
         try reader.finish()
         guard let registration else { throw APIError.internalError() }
+        if let wait = limiters.registrationsByOrder.take("order:" + orderID, now: call.now) {
+            metrics.rateLimited.increment(["registrations_per_order"])
+            throw APIError.rateLimited("too many activity registrations for this order", retryAfter: wait)
+        }
         let stored = try countingLimit("activities_per_order") {
             try store.registerActivity(
                 orderID: orderID, activityID: activityID, pushToken: registration.token,

@@ -83,6 +83,7 @@ public struct DeliveryService: Sendable {
         let failuresByAddress: RateLimiter
         let failuresByKey: RateLimiter
         let requests: RateLimiter
+        let registrationsByOrder: RateLimiter
     }
 
     /// - Parameters:
@@ -118,7 +119,8 @@ public struct DeliveryService: Sendable {
         self.limiters = Limiters(
             failuresByAddress: RateLimiter(limits.failedAuthenticationsPerAddress),
             failuresByKey: RateLimiter(limits.failedAuthenticationsPerKey),
-            requests: RateLimiter(limits.requestsPerCredential))
+            requests: RateLimiter(limits.requestsPerCredential),
+            registrationsByOrder: RateLimiter(limits.registrationsPerOrder))
     }
 
     /// Every route of the service.

@@ -25,16 +25,23 @@ public struct RateLimits: Sendable, Hashable {
     public var activitiesPerOrder: Int
     /// Push-to-start devices one merchant's customer may have.
     public var devicesPerCustomer: Int
+    /// Activity registrations (new tokens, rotations, replacements) per order: each queues a push,
+    /// so a tracking-token holder rotating tokens could otherwise make APNs traffic without end.
+    public var registrationsPerOrder: RateLimit
 
     /// - Parameters:
     ///   - requestsPerCredential: default 10,000 at once, 5,000 a second (the end-to-end benchmark
     ///     sends about 1,200 a second with each of its two keys).
+    ///   - registrationsPerOrder: default 30 at once, then 30 an hour (an app registers an activity
+    ///     once and rotates its token a few times in the activity's 8 hours).
     public init(
         failedAuthenticationsPerAddress: RateLimit = RateLimit(burst: 20, perSecond: 1.0 / 3),
         failedAuthenticationsPerKey: RateLimit = RateLimit(burst: 10, perSecond: 1.0 / 6),
         requestsPerCredential: RateLimit = RateLimit(burst: 10_000, perSecond: 5_000),
-        activitiesPerOrder: Int = 10, devicesPerCustomer: Int = 10
+        activitiesPerOrder: Int = 10, devicesPerCustomer: Int = 10,
+        registrationsPerOrder: RateLimit = RateLimit(burst: 30, perSecond: 30.0 / 3600)
     ) {
+        self.registrationsPerOrder = registrationsPerOrder
         self.failedAuthenticationsPerAddress = failedAuthenticationsPerAddress
         self.failedAuthenticationsPerKey = failedAuthenticationsPerKey
         self.requestsPerCredential = requestsPerCredential

@@ -73,6 +73,30 @@ struct RateLimitTests {
         #expect(try api.send("GET", "/v1/orders/o-1", as: calm).status == 404)
     }
 
+    /// Rotating an activity's token over and over is limited per order: past the burst `429`, with
+    /// nothing stored or pushed; another order is answered as ever, and an hour refills it.
+    @Test func registrationsPerOrderOverTime() throws {
+        let clock = TestClock(Date())
+        let api = try harness(
+            RateLimits(registrationsPerOrder: RateLimit(burst: 3, perSecond: 3.0 / 3600)), clock: clock)
+        let merchant = try api.key("merchant", merchant: "m-1")
+        let order = try api.createOrder(merchant, number: "A-1")
+        let other = try api.createOrder(merchant, number: "A-2")
+        func register(_ id: String, _ token: String, _ hex: String) throws -> Int {
+            try api.send(
+                "PUT", "/v1/orders/\(id)/activities/a-1", as: token,
+                json: ["pushToken": String(repeating: hex, count: 32), "environment": "production"]
+            ).status
+        }
+        let statuses = try ["a1", "a2", "a3", "a4", "a5"].map { try register(order.id, order.token, $0) }
+        #expect(statuses == [200, 200, 200, 429, 429])
+        let stored = try api.store.activity(orderID: order.id, activityID: "a-1")
+        #expect(stored?.pushToken == String(repeating: "a3", count: 32), "the refused tokens were not stored")
+        #expect(try register(other.id, other.token, "b1") == 200)
+        clock.advance(1200)
+        #expect(try register(order.id, order.token, "a6") == 200)
+    }
+
     /// An order takes a bounded number of live activities (rotations and replacements of ended ones
     /// do not count), a customer a bounded number of devices; past them `429`, and nothing stored.
     @Test func registrationsAreCapped() throws {
