@@ -65,12 +65,8 @@ struct SQLiteTransaction: StoreTransaction {
     private func sqlite<T>(_ body: () throws -> T) throws(StorageError) -> T {
         do {
             return try body()
-        } catch let error as StorageError {
-            throw error
-        } catch let error as SQLiteError {
-            throw StorageError(sqlite: error)
         } catch {
-            throw StorageError("\(error)")
+            throw StorageError(error, context: "write failed")
         }
     }
 }

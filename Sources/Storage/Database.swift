@@ -110,10 +110,8 @@ public final class Database: Sendable {
                     (Int($0.int(1) ?? 0), Int($0.int(2) ?? 0))
                 } ?? (0, 0)
             }
-        } catch let error as SQLiteError {
-            throw StorageError(sqlite: error)
         } catch {
-            throw StorageError("checkpoint failed: \(error)")
+            throw StorageError(error, context: "checkpoint failed")
         }
     }
 
@@ -123,10 +121,8 @@ public final class Database: Sendable {
             try checkpointer.withConnection { connection in
                 try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             }
-        } catch let error as SQLiteError {
-            throw StorageError(sqlite: error)
         } catch {
-            throw StorageError("checkpoint failed: \(error)")
+            throw StorageError(error, context: "checkpoint failed")
         }
     }
 
@@ -136,10 +132,8 @@ public final class Database: Sendable {
     func writeConnection<T>(_ body: (SQLiteConnection) throws -> T) throws(StorageError) -> T {
         do {
             return try writeConnectionPassingThrough(body)
-        } catch let error as StorageError {
-            throw error
         } catch {
-            throw StorageError("write failed: \(error)")
+            throw StorageError(error, context: "write failed")
         }
     }
 
@@ -236,12 +230,8 @@ public final class Database: Sendable {
                 defer { try? connection.execute("COMMIT") }
                 return try body(connection)
             }
-        } catch let error as StorageError {
-            throw error
-        } catch let error as SQLiteError {
-            throw StorageError(sqlite: error)
         } catch {
-            throw StorageError("read failed: \(error)")
+            throw StorageError(error, context: "read failed")
         }
     }
 }

@@ -78,6 +78,17 @@ public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible 
         "\(code): \(message)" + (underlying.map { " [\($0)]" } ?? "")
     }
 
+    /// Any error of a storage call as the `StorageError` it stands for: itself, SQLite's and a cap's
+    /// mapped, anything else `failed` with `context` (what was being done).
+    init(_ error: any Error, context: String) {
+        switch error {
+        case let error as StorageError: self = error
+        case let error as SQLiteError: self.init(sqlite: error)
+        case let error as LimitReached: self.init(limit: error)
+        default: self.init("\(context): \(error)")
+        }
+    }
+
     public static func == (lhs: StorageError, rhs: StorageError) -> Bool { lhs.code == rhs.code }
 }
 
