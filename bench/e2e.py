@@ -185,7 +185,7 @@ class Deliveryd:
         return self.client.call("POST", "/v1/admin/keys", ADMIN, {"role": "merchant", "merchantId": "m-1"})["key"]
 
     def rider_key(self):
-        return self.client.call("POST", "/v1/admin/keys", ADMIN, {"role": "rider", "riderId": "r-1"})["key"]
+        return self.client.call("POST", "/v1/admin/keys", ADMIN, {"role": "rider", "merchantId": "m-1", "riderId": "r-1"})["key"]
 
     @property
     def database(self):

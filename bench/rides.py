@@ -55,7 +55,7 @@ def setup(client, merchant):
 
     def rider(index):
         rider_id = f"r-{index}"
-        key = client.call("POST", "/v1/admin/keys", ADMIN, {"role": "rider", "riderId": rider_id})["key"]
+        key = client.call("POST", "/v1/admin/keys", ADMIN, {"role": "rider", "merchantId": "m-1", "riderId": rider_id})["key"]
         for slot in range(3):
             created = client.call("POST", "/v1/orders", merchant, order_body(f"R{index}-{slot}", index, True))
             order_id, tracking = created["order"]["id"], created["trackingToken"]
@@ -66,7 +66,7 @@ def setup(client, merchant):
                 client.call("POST", f"/v1/orders/{order_id}/status", key, {"status": status})
         return rider_id, key
 
-    changer = client.call("POST", "/v1/admin/keys", ADMIN, {"role": "rider", "riderId": "r-changes"})["key"]
+    changer = client.call("POST", "/v1/admin/keys", ADMIN, {"role": "rider", "merchantId": "m-1", "riderId": "r-changes"})["key"]
 
     def change_order(index):
         created = client.call("POST", "/v1/orders", merchant, order_body(f"C{index}", 100_000 + index, False))

@@ -136,7 +136,12 @@ public enum Credentials {
             switch record.role {
             case .admin: return .staff(.admin, keyID: record.id)
             case .merchant: return .staff(.merchant(id: record.merchantID ?? ""), keyID: record.id)
-            case .rider: return .staff(.rider(id: record.riderID ?? ""), keyID: record.id)
+            case .rider:
+                // Keys made before riders belonged to merchants and that no migration could bind.
+                guard let merchantID = record.merchantID else {
+                    throw APIError.unauthorized("this rider key belongs to no merchant; an admin issues a new one")
+                }
+                return .staff(.rider(id: record.riderID ?? "", merchantID: merchantID), keyID: record.id)
             }
         } catch let error as APIError {
             throw error

@@ -4,7 +4,8 @@ public import Storage
 import Telemetry
 
 extension DeliveryService {
-    /// `POST /v1/admin/keys`: `{role, merchantId?, riderId?}` → the new key, shown this once.
+    /// `POST /v1/admin/keys`: `{role, merchantId?, riderId?}` → the new key, shown this once. A rider
+    /// key names its merchant too: riders are the merchant's own.
     func createKey(_ call: Call) throws -> HTTPResponse {
         try requireAdmin(call)
         let body = try jsonObject(call.request)
@@ -17,7 +18,7 @@ extension DeliveryService {
         try reader.finish(adding: Self.bindingIssues(role: role, merchantID: merchantID, riderID: riderID))
         guard let role else { throw APIError.internalError() }
         let (key, record) = Credentials.newAPIKey(
-            role: role, merchantID: role == .merchant ? merchantID : nil, riderID: role == .rider ? riderID : nil,
+            role: role, merchantID: role == .admin ? nil : merchantID, riderID: role == .rider ? riderID : nil,
             now: call.now)
         try store.createAPIKey(record)
         guard case .object(var view) = Views.apiKey(record) else { throw APIError.internalError() }
@@ -38,17 +39,21 @@ extension DeliveryService {
             }
             if riderID != nil { issues.append(FieldIssue(field: "riderId", problem: "only a rider key has one")) }
         case .rider?:
+            if merchantID.map(valid) != true {
+                issues.append(
+                    FieldIssue(
+                        field: "merchantId",
+                        problem: "is required for a rider key: the merchant the rider works for (1 to 64 characters, no spaces)"
+                    ))
+            }
             if riderID.map(valid) != true {
                 issues.append(
                     FieldIssue(field: "riderId", problem: "is required for a rider key (1 to 64 characters, no spaces)")
                 )
             }
-            if merchantID != nil {
-                issues.append(FieldIssue(field: "merchantId", problem: "only a merchant key has one"))
-            }
         case .admin?:
             if merchantID != nil {
-                issues.append(FieldIssue(field: "merchantId", problem: "only a merchant key has one"))
+                issues.append(FieldIssue(field: "merchantId", problem: "only merchant and rider keys have one"))
             }
             if riderID != nil { issues.append(FieldIssue(field: "riderId", problem: "only a rider key has one")) }
         case nil: break

@@ -25,16 +25,17 @@ extension DeliveryService {
     }
 
     /// `POST /v1/riders/{riderId}/position`: one position for every open order of the rider (a rider
-    /// carrying three orders posts once, not three times).
+    /// carrying three orders posts once, not three times). Only the orders of the rider's own merchant:
+    /// another merchant naming a rider of the same id names another rider.
     func postRiderPosition(_ call: Call) throws -> HTTPResponse {
-        guard case .rider(let riderID) = try staffPrincipal(call, orderID: nil) else {
+        guard case .rider(let riderID, let merchantID) = try staffPrincipal(call, orderID: nil) else {
             throw APIError.forbidden("only riders post positions")
         }
         guard riderID == call.parameter("riderId") else {
             throw APIError.forbidden("a rider key posts only its own rider's positions")
         }
         let positions = try readPositions(call)
-        let orders = try store.openOrders(riderID: riderID, limit: Self.ordersPerRiderPosition)
+        let orders = try store.openOrders(merchantID: merchantID, riderID: riderID, limit: Self.ordersPerRiderPosition)
         let outcomes = orders.map { outcome(of: positions, for: $0, now: call.now) }
         return json(202, .object(["riderId": .string(riderID), "orders": .array(outcomes)]))
     }

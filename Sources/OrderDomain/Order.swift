@@ -89,12 +89,13 @@ public struct Order: Sendable, Hashable {
 
     /// Whether a principal may learn that this order exists at all.
     ///
-    /// A merchant sees its own orders, a rider the orders assigned to it, an admin every order.
+    /// A merchant sees its own orders, a rider the orders its merchant assigned to it, an admin every
+    /// order. A rider of another merchant with the same id sees nothing: merchants name their own riders.
     public func isVisible(to principal: Principal) -> Bool {
         switch principal {
         case .admin: true
         case .merchant(let id): id == merchantID
-        case .rider(let id): rider?.id == id
+        case .rider(let id, let merchant): merchantID == merchant && rider?.id == id
         }
     }
 }

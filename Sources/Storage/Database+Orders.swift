@@ -70,14 +70,15 @@ extension Database {
 
     /// The open orders assigned to a rider, without their items, oldest first: what one position of
     /// that rider moves.
-    public func openOrders(riderID: String, limit: Int) throws(StorageError) -> [Order] {
+    public func openOrders(merchantID: String, riderID: String, limit: Int) throws(StorageError) -> [Order] {
         try read { connection in
             try connection.cached(
                 """
                 SELECT \(Self.orderColumns) FROM orders
-                WHERE rider_id = ? AND status NOT IN ('delivered', 'cancelled') ORDER BY created_at, id LIMIT ?
+                WHERE merchant_id = ? AND rider_id = ? AND status NOT IN ('delivered', 'cancelled')
+                ORDER BY created_at, id LIMIT ?
                 """
-            ).rows([.text(riderID), .integer(Int64(limit))]) { try Self.decodeOrder($0, withItems: false) }
+            ).rows([.text(merchantID), .text(riderID), .integer(Int64(limit))]) { try Self.decodeOrder($0, withItems: false) }
         }
     }
 

@@ -16,7 +16,7 @@ public protocol DeliveryStore: Sendable {
         throws(StorageError) -> CreateOrderResult
     func order(id: String) throws(StorageError) -> Order?
     func order(id: String, includingItems: Bool) throws(StorageError) -> Order?
-    func openOrders(riderID: String, limit: Int) throws(StorageError) -> [Order]
+    func openOrders(merchantID: String, riderID: String, limit: Int) throws(StorageError) -> [Order]
     func recordRides(_ updates: [RideUpdate], now: Date) throws(StorageError) -> Int
     func order(trackingTokenHash: String) throws(StorageError) -> Order?
     @discardableResult

@@ -18,6 +18,8 @@ enum Role: String, CaseIterable, Sendable {
     case otherTenantCustomer
     /// A credential of no known shape, or of a known prefix with nothing behind it.
     case malformed
+    /// m-2's own rider named r-1: the owner rider's id under another merchant, which reaches nothing of m-1's.
+    case otherMerchantRider
 }
 
 /// One endpoint of the matrix with the status every role must get.
@@ -42,76 +44,76 @@ struct MatrixRow: Sendable, CustomTestStringConvertible {
 
 let pushToken = "00112233445566778899aabbccddeeff"
 
-//                               none wrongM wrongR otherC ownerM ownerR cust admin custA otherT malformed
+//                               none wrongM wrongR otherC ownerM ownerR cust admin custA otherT malformed otherMR
 let matrix: [MatrixRow] = [
-    MatrixRow("GET", "/v1/orders/{order}", [401, 404, 404, 404, 200, 200, 200, 200, 200, 404, 401]),
+    MatrixRow("GET", "/v1/orders/{order}", [401, 404, 404, 404, 200, 200, 200, 200, 200, 404, 401, 404]),
     MatrixRow(
         "POST", "/v1/orders/{order}/status", body: { _ in ["status": "pickup"] },
-        [401, 404, 404, 404, 200, 200, 403, 200, 403, 404, 401]),
+        [401, 404, 404, 404, 200, 200, 403, 200, 403, 404, 401, 404]),
     MatrixRow(
         "PATCH", "/v1/orders/{order}/eta", body: { _ in ["estimatedArrival": "{eta}"] },
-        [401, 404, 404, 404, 200, 200, 403, 200, 403, 404, 401]),
+        [401, 404, 404, 404, 200, 200, 403, 200, 403, 404, 401, 404]),
     MatrixRow(
         "PUT", "/v1/orders/{order}/rider", body: { _ in ["riderId": "r-1", "name": "Marco Rossi"] },
-        [401, 404, 404, 404, 200, 403, 403, 200, 403, 404, 401]),
-    MatrixRow("GET", "/v1/orders/{order}/live-activity", [401, 404, 404, 404, 200, 200, 200, 200, 200, 404, 401]),
+        [401, 404, 404, 404, 200, 403, 403, 200, 403, 404, 401, 404]),
+    MatrixRow("GET", "/v1/orders/{order}/live-activity", [401, 404, 404, 404, 200, 200, 200, 200, 200, 404, 401, 404]),
     MatrixRow(
         "POST", "/v1/orders/{order}/position",
         body: { _ in ["latitude": "#52.52", "longitude": "#13.405", "recordedAt": "{now}"] },
-        [401, 404, 404, 404, 403, 202, 403, 403, 403, 404, 401]),
+        [401, 404, 404, 404, 403, 202, 403, 403, 403, 404, 401, 404]),
     MatrixRow(
         "POST", "/v1/riders/r-1/position",
         body: { _ in ["latitude": "#52.52", "longitude": "#13.405", "recordedAt": "{now}"] },
-        [401, 403, 403, 403, 403, 202, 403, 403, 403, 403, 401]),
-    MatrixRow("POST", "/v1/orders/{order}/tracking-token", [401, 404, 404, 404, 201, 403, 403, 201, 403, 404, 401]),
-    MatrixRow("GET", "/v1/orders/{order}/pushes", [401, 404, 404, 404, 200, 403, 403, 200, 403, 404, 401]),
-    MatrixRow("GET", "/v1/orders/{order}/timeline", [401, 404, 404, 404, 200, 403, 403, 200, 403, 404, 401]),
+        [401, 403, 403, 403, 403, 202, 403, 403, 403, 403, 401, 202]),
+    MatrixRow("POST", "/v1/orders/{order}/tracking-token", [401, 404, 404, 404, 201, 403, 403, 201, 403, 404, 401, 404]),
+    MatrixRow("GET", "/v1/orders/{order}/pushes", [401, 404, 404, 404, 200, 403, 403, 200, 403, 404, 401, 404]),
+    MatrixRow("GET", "/v1/orders/{order}/timeline", [401, 404, 404, 404, 200, 403, 403, 200, 403, 404, 401, 404]),
     MatrixRow(
         "PUT", "/v1/orders/{order}/activities/a-2",
         body: { _ in ["pushToken": pushToken, "environment": "development"] },
-        [401, 403, 403, 404, 403, 403, 200, 403, 200, 404, 401]),
-    MatrixRow("DELETE", "/v1/orders/{order}/activities/a-1", [401, 403, 403, 404, 403, 403, 204, 403, 204, 404, 401]),
+        [401, 403, 403, 404, 403, 403, 200, 403, 200, 404, 401, 403]),
+    MatrixRow("DELETE", "/v1/orders/{order}/activities/a-1", [401, 403, 403, 404, 403, 403, 204, 403, 204, 404, 401, 403]),
     // Each customer app registers its own device, under its own merchant: both tenants' c-42 may.
     MatrixRow(
         "PUT", "/v1/customers/c-42/push-to-start/d-2",
         body: { _ in ["pushToken": pushToken, "environment": "production"] },
-        [401, 403, 403, 403, 403, 403, 403, 403, 200, 200, 401]),
+        [401, 403, 403, 403, 403, 403, 403, 403, 200, 200, 401, 403]),
     MatrixRow(
         "PUT", "/v1/customers/c-7/push-to-start/d-2",
         body: { _ in ["pushToken": pushToken, "environment": "production"] },
-        [401, 403, 403, 403, 403, 403, 403, 403, 404, 404, 401]),
+        [401, 403, 403, 403, 403, 403, 403, 403, 404, 404, 401, 403]),
     // d-1 is m-1's c-42's device: the other tenant's c-42 has no such device.
     MatrixRow(
-        "DELETE", "/v1/customers/c-42/push-to-start/d-1", [401, 403, 403, 403, 403, 403, 403, 403, 204, 404, 401]),
+        "DELETE", "/v1/customers/c-42/push-to-start/d-1", [401, 403, 403, 403, 403, 403, 403, 403, 204, 404, 401, 403]),
     MatrixRow(
         "POST", "/v1/customers/c-42/credentials", body: { $0 == .admin ? ["merchantId": "m-1"] : [:] },
-        [401, 201, 403, 403, 201, 403, 403, 201, 403, 403, 401]),
+        [401, 201, 403, 403, 201, 403, 403, 201, 403, 403, 401, 403]),
     MatrixRow(
         "DELETE", "/v1/customers/c-42/credentials/{credential}",
-        [401, 404, 403, 403, 204, 403, 403, 204, 403, 403, 401]),
+        [401, 404, 403, 403, 204, 403, 403, 204, 403, 403, 401, 403]),
     MatrixRow(
         "POST", "/v1/orders", body: { $0 == .admin ? ["merchantId": "m-1"] : [:] },
-        [401, 201, 403, 403, 201, 403, 403, 201, 403, 403, 401]),
+        [401, 201, 403, 403, 201, 403, 403, 201, 403, 403, 401, 403]),
     MatrixRow(
-        "POST", "/v1/admin/keys", body: { _ in ["role": "rider", "riderId": "r-9"] },
-        [401, 403, 403, 403, 403, 403, 403, 201, 403, 403, 401]),
-    MatrixRow("GET", "/v1/admin/keys", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401]),
-    MatrixRow("DELETE", "/v1/admin/keys/{spareKey}", [401, 403, 403, 403, 403, 403, 403, 204, 403, 403, 401]),
-    MatrixRow("GET", "/v1/admin/dead-letters", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401]),
+        "POST", "/v1/admin/keys", body: { _ in ["role": "rider", "merchantId": "m-1", "riderId": "r-9"] },
+        [401, 403, 403, 403, 403, 403, 403, 201, 403, 403, 401, 403]),
+    MatrixRow("GET", "/v1/admin/keys", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401, 403]),
+    MatrixRow("DELETE", "/v1/admin/keys/{spareKey}", [401, 403, 403, 403, 403, 403, 403, 204, 403, 403, 401, 403]),
+    MatrixRow("GET", "/v1/admin/dead-letters", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401, 403]),
     MatrixRow(
         "POST", "/v1/admin/dead-letters/replay", body: { _ in [:] },
-        [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401]
+        [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401, 403]
     ),
     MatrixRow(
         "DELETE", "/v1/admin/merchants/m-1/customers/c-42/personal-data",
-        [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401]),
-    MatrixRow("GET", "/metrics", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401]),
-    MatrixRow("GET", "/v1/admin/stats", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401]),
-    MatrixRow("GET", "/v1/admin/stats?history=all", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401]),
-    MatrixRow("GET", "/v1/admin/orders?q=1001", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401]),
-    MatrixRow("GET", "/admin", [200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200]),
-    MatrixRow("GET", "/healthz", [200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200]),
-    MatrixRow("GET", "/readyz", [200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200]),
+        [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401, 403]),
+    MatrixRow("GET", "/metrics", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401, 403]),
+    MatrixRow("GET", "/v1/admin/stats", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401, 403]),
+    MatrixRow("GET", "/v1/admin/stats?history=all", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401, 403]),
+    MatrixRow("GET", "/v1/admin/orders?q=1001", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401, 403]),
+    MatrixRow("GET", "/admin", [200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200]),
+    MatrixRow("GET", "/healthz", [200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200]),
+    MatrixRow("GET", "/readyz", [200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200]),
 ]
 
 @Suite("Authorization matrix: every endpoint × every role")
@@ -184,7 +186,7 @@ struct World {
     init() throws {
         api = try APIHarness()
         let ownerMerchant = try api.key("merchant", merchant: "m-1")
-        let ownerRider = try api.key("rider", rider: "r-1")
+        let ownerRider = try api.key("rider", merchant: "m-1", rider: "r-1")
         let order = try api.createOrder(ownerMerchant, number: "A-1")
         let other = try api.createOrder(ownerMerchant, number: "A-2")
         try #require(
@@ -214,7 +216,8 @@ struct World {
             .malformed: "dc_",
             .otherTenantCustomer: try api.customerCredential(wrongMerchant, customer: "c-42").credential,
             .wrongMerchant: wrongMerchant,
-            .wrongRider: try api.key("rider", rider: "r-2"),
+            .wrongRider: try api.key("rider", merchant: "m-1", rider: "r-2"),
+            .otherMerchantRider: try api.key("rider", merchant: "m-2", rider: "r-1"),
             .otherCustomer: other.token,
             .ownerMerchant: ownerMerchant,
             .ownerRider: ownerRider,

@@ -195,7 +195,7 @@ struct OrderAPITests {
                 clock: { clock.now }
             ).router(), store: store)
         let merchant = try api.key("merchant", merchant: "m-1")
-        let rider = try api.key("rider", rider: "r-1")
+        let rider = try api.key("rider", merchant: "m-1", rider: "r-1")
         let other = try api.key("merchant", merchant: "m-2")
         let order = try api.createOrder(merchant, number: "A-1")
         let path = "/v1/orders/\(order.id)/tracking-token"
@@ -266,7 +266,7 @@ struct CredentialAPITests {
     @Test func riderSeesWhatDeliveryNeeds() throws {
         let api = try APIHarness()
         let merchant = try api.key("merchant", merchant: "m-1")
-        let rider = try api.key("rider", rider: "r-1")
+        let rider = try api.key("rider", merchant: "m-1", rider: "r-1")
         let order = try api.createOrder(merchant, number: "R-1")
         #expect(
             try api.send(

@@ -102,6 +102,8 @@ struct RideThrottleTests {
 
 @Suite("Rides over the API")
 struct RideAPITests {
+    /// The most open orders one rider-wide post moves (`POST /v1/riders/{riderId}/position`).
+    static let ridersOrdersPerPost = 20
     let clock = ManualClock(Date())
     let directory = NSTemporaryDirectory() + "rides-" + UUID().uuidString
     let store: Database
@@ -126,9 +128,11 @@ struct RideAPITests {
     }
 
     /// An order with a destination, rider r-1 assigned, one live activity, `delivering`.
-    func deliveringOrder(number: String = "A-1", destination: Bool = true, merchant: String? = nil) throws -> Setup {
-        let merchant = try merchant ?? api.key("merchant", merchant: "m-1")
-        let rider = try api.key("rider", rider: "r-1")
+    func deliveringOrder(
+        number: String = "A-1", destination: Bool = true, merchant: String? = nil, merchantID: String = "m-1"
+    ) throws -> Setup {
+        let merchant = try merchant ?? api.key("merchant", merchant: merchantID)
+        let rider = try api.key("rider", merchant: merchantID, rider: "r-1")
         var body = APIHarness.orderBody(number: number, now: clock.now)
         if destination {
             body["destination"] = ["latitude": Ride.destination.latitude, "longitude": Ride.destination.longitude]
@@ -247,7 +251,7 @@ struct RideAPITests {
 
         #expect(try api.send("POST", path, as: setup.merchant, json: position(900)).errorCode == "forbidden")
         #expect(try api.send("POST", path, as: APIHarness.adminKey, json: position(900)).errorCode == "forbidden")
-        let stranger = try api.key("rider", rider: "r-2")
+        let stranger = try api.key("rider", merchant: "m-1", rider: "r-2")
         #expect(try api.send("POST", path, as: stranger, json: position(900)).status == 404)
         #expect(try api.send("POST", "/v1/orders/o_nope/position", as: setup.rider, json: position(900)).status == 404)
 
@@ -303,9 +307,57 @@ struct RideAPITests {
         }
         #expect(try api.send("POST", "/v1/riders/r-2/position", as: first.rider, json: position(1)).status == 403)
         #expect(try api.send("POST", "/v1/riders/r-1/position", as: first.merchant, json: position(1)).status == 403)
-        let idle = try api.key("rider", rider: "r-3")
+        let idle = try api.key("rider", merchant: "m-1", rider: "r-3")
         let none = try api.send("POST", "/v1/riders/r-3/position", as: idle, json: position(1))
         #expect(none.status == 202 && (none.json["orders"] as? [Any])?.isEmpty == true)
+    }
+
+    /// Riders are their merchant's own: merchant m-2 naming its rider r-1 on 20 orders of its own
+    /// neither crowds m-1's order out of m-1's r-1's posts, nor learns anything of that ride.
+    @Test func anotherMerchantsRiderOfTheSameNameIsAnotherRider() throws {
+        let own = try deliveringOrder(number: "A-1")
+        var crowd: [Setup] = []
+        for index in 0..<Self.ridersOrdersPerPost {
+            crowd.append(
+                try deliveringOrder(number: "B-\(index)", merchant: crowd.first?.merchant, merchantID: "m-2"))
+        }
+        let reply = try api.send("POST", "/v1/riders/r-1/position", as: own.rider, json: position(2_500))
+        #expect(reply.status == 202, "\(reply.json)")
+        let moved = (reply.json["orders"] as? [[String: Any]]) ?? []
+        #expect(moved.compactMap { $0["orderId"] as? String } == [own.orderID])
+        service.storeDueRides()
+        #expect(try contentState("/v1/orders/\(own.orderID)/live-activity", as: own.merchant).remainingDistance == 2_500)
+        for order in crowd {
+            #expect(try store.order(id: order.orderID)?.tracking == nil, "m-2's orders saw m-1's rider")
+            let view = try api.send("GET", "/v1/orders/\(order.orderID)", as: order.merchant)
+            #expect(view.status == 200 && (view.json["order"] as? [String: Any])?["ride"] is NSNull, "\(view.json)")
+        }
+        // m-2's r-1 reaches none of m-1's order, and its posts move only m-2's orders.
+        let stranger = try #require(crowd.last).rider
+        for (method, path) in [
+            ("GET", "/v1/orders/\(own.orderID)"), ("POST", "/v1/orders/\(own.orderID)/position"),
+        ] {
+            let body: [String: Any]? = method == "POST" ? position(100) : nil
+            #expect(try api.send(method, path, as: stranger, json: body).status == 404, "\(method) \(path)")
+        }
+        let theirs = try api.send("POST", "/v1/riders/r-1/position", as: stranger, json: position(900))
+        #expect(((theirs.json["orders"] as? [[String: Any]]) ?? []).count == Self.ridersOrdersPerPost)
+        service.storeDueRides()
+        #expect(try contentState("/v1/orders/\(own.orderID)/live-activity", as: own.merchant).remainingDistance == 2_500)
+    }
+
+    /// A rider key from before riders belonged to merchants, which no migration could bind, is refused
+    /// with a message that says what to do, not taken as a rider of every merchant.
+    @Test func unboundRiderKeyIsRefused() throws {
+        let setup = try deliveringOrder()
+        let (key, record) = Credentials.newAPIKey(role: .rider, merchantID: nil, riderID: "r-1", now: clock.now)
+        try store.createAPIKey(record)
+        let refused = try api.send("GET", "/v1/orders/\(setup.orderID)", as: key)
+        #expect(refused.status == 401)
+        let message = (refused.json["error"] as? [String: Any])?["message"] as? String
+        #expect(message?.contains("belongs to no merchant") == true, "\(refused.json)")
+        let created = try api.send("POST", "/v1/admin/keys", as: APIHarness.adminKey, json: ["role": "rider", "riderId": "r-1"])
+        #expect(created.status == 422 && created.fieldProblems["merchantId"] != nil)
     }
 
     /// Without a destination a position refreshes when the rider was last heard of, and pushes nothing.

@@ -42,7 +42,7 @@ struct DeviceLoopTests {
         }
         let merchantA = try key(["role": "merchant", "merchantId": "m-a"])
         let merchantB = try key(["role": "merchant", "merchantId": "m-b"])
-        let rider = try key(["role": "rider", "riderId": "r-1"])
+        let rider = try key(["role": "rider", "merchantId": "m-a", "riderId": "r-1"])
         // Each merchant's backend mints a credential for its own signed-in customer "c-42".
         let accountA = try client.call("POST", "/v1/customers/c-42/credentials", merchantA, [:], 201)
         let accountB = try client.call("POST", "/v1/customers/c-42/credentials", merchantB, [:], 201)

@@ -44,10 +44,10 @@ struct HostileInputTests {
             try call("POST", "/v1/admin/keys", Self.adminKey, ["role": "merchant", "merchantId": "m-1"])
             .json["key"] as? String ?? ""
         let spare =
-            try call("POST", "/v1/admin/keys", Self.adminKey, ["role": "rider", "riderId": "r-9"])
+            try call("POST", "/v1/admin/keys", Self.adminKey, ["role": "rider", "merchantId": "m-1", "riderId": "r-9"])
             .json["id"] as? String ?? ""
         let rider =
-            try call("POST", "/v1/admin/keys", Self.adminKey, ["role": "rider", "riderId": "r-1"])
+            try call("POST", "/v1/admin/keys", Self.adminKey, ["role": "rider", "merchantId": "m-1", "riderId": "r-1"])
             .json["key"] as? String ?? ""
         let eta = Date().addingTimeInterval(1800)
         let created = try call(

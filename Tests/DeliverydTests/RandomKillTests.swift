@@ -44,7 +44,7 @@ struct RandomKillTests {
             ).json["key"] as? String ?? ""
         let riderKey =
             try LoopbackHTTP.send(
-                port: port, "POST", "/v1/admin/keys", bearer: Self.adminKey, json: ["role": "rider", "riderId": "r-1"]
+                port: port, "POST", "/v1/admin/keys", bearer: Self.adminKey, json: ["role": "rider", "merchantId": "m-1", "riderId": "r-1"]
             ).json["key"] as? String ?? ""
         let orders = try OrderFixtures.withActivities(
             port: port, count: orderCount, bearer: merchant, numbered: "R", firstToken: 0x5000,

@@ -55,7 +55,7 @@ struct RideEndToEndTests {
             try client.call("POST", "/v1/admin/keys", Self.adminKey, ["role": "merchant", "merchantId": "m-1"], 201)[
                 "key"] as! String
         let rider =
-            try client.call("POST", "/v1/admin/keys", Self.adminKey, ["role": "rider", "riderId": "r-1"], 201)["key"]
+            try client.call("POST", "/v1/admin/keys", Self.adminKey, ["role": "rider", "merchantId": "m-1", "riderId": "r-1"], 201)["key"]
             as! String
         var body = EndToEndTests.orderBody("R-1", customer: "c-1", eta: Date().addingTimeInterval(1800))
         body["destination"] = ["latitude": Self.destination.latitude, "longitude": Self.destination.longitude]

@@ -18,8 +18,10 @@ struct RiderAndETATests {
         #expect(order.rider == rider)
         #expect(event.kind == .riderAssigned)
         #expect(event.from == .preparing && event.to == .preparing)
-        #expect(order.isVisible(to: .rider(id: "r-9")))
-        #expect(!order.isVisible(to: .rider(id: "r-7")))
+        #expect(order.isVisible(to: .rider(id: "r-9", merchantID: "m-1")))
+        #expect(!order.isVisible(to: .rider(id: "r-7", merchantID: "m-1")))
+        // Another merchant's rider of the same name is another rider.
+        #expect(!order.isVisible(to: .rider(id: "r-9", merchantID: "m-2")))
     }
 
     /// Who may assign: another merchant does not see the order, a rider is forbidden, closed orders refuse.
@@ -29,7 +31,7 @@ struct RiderAndETATests {
             try open.assigning(rider, by: .merchant(id: "m-2"), at: Fixtures.later)
         }
         #expect(throws: OrderError(.forbidden, "")) {
-            try open.assigning(rider, by: .rider(id: "r-7"), at: Fixtures.later)
+            try open.assigning(rider, by: .rider(id: "r-7", merchantID: "m-1"), at: Fixtures.later)
         }
         #expect(throws: OrderError(.orderClosed, "")) {
             try Fixtures.order(status: .delivered).assigning(rider, by: .admin, at: Fixtures.later)
@@ -47,7 +49,7 @@ struct RiderAndETATests {
     }
 
     /// Merchant, assigned rider and admin move the ETA; the same ETA again is unchanged.
-    @Test(arguments: [Principal.merchant(id: "m-1"), .rider(id: "r-7"), .admin])
+    @Test(arguments: [Principal.merchant(id: "m-1"), .rider(id: "r-7", merchantID: "m-1"), .admin])
     func etaChange(principal: Principal) throws {
         let order = Fixtures.order(status: .delivering)
         let eta = Fixtures.later.addingTimeInterval(2400)
@@ -67,7 +69,7 @@ struct RiderAndETATests {
         let order = Fixtures.order(status: .pickup)
         let eta = Fixtures.later.addingTimeInterval(600)
         #expect(throws: OrderError(.notFound, "")) {
-            try order.changingEstimatedArrival(to: eta, by: .rider(id: "r-8"), at: Fixtures.later)
+            try order.changingEstimatedArrival(to: eta, by: .rider(id: "r-8", merchantID: "m-1"), at: Fixtures.later)
         }
         #expect(throws: OrderError(.orderClosed, "")) {
             try Fixtures.order(status: .cancelled).changingEstimatedArrival(to: eta, by: .admin, at: Fixtures.later)

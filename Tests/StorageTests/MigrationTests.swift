@@ -10,9 +10,9 @@ struct MigrationTests {
         let directory = try TemporaryDirectory()
         let configuration = StorageConfiguration(dataDirectory: directory.path)
         let bundled = try Migrator.bundled()
-        #expect(bundled.map(\.version) == [1, 2, 3, 4, 5, 6, 7])
+        #expect(bundled.map(\.version) == [1, 2, 3, 4, 5, 6, 7, 8])
         let connection = try SQLiteConnection.open(configuration)
-        #expect(try Migrator.migrate(connection, bundled) == [1, 2, 3, 4, 5, 6, 7])
+        #expect(try Migrator.migrate(connection, bundled) == [1, 2, 3, 4, 5, 6, 7, 8])
         #expect(try Migrator.migrate(connection, bundled) == [])
         let tables = try connection.cached("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
             .rows([]) { $0.text(0) ?? "" }
@@ -39,6 +39,41 @@ struct MigrationTests {
             #expect(try Migrator.migrate(connection, migrations) == Array((start + 1)..<4))
             try connection.cached("INSERT INTO a (x, y) VALUES (1, 'ok')").run()
         }
+    }
+
+    /// Riders became their merchant's own: a rider key of before keeps its rider when exactly one
+    /// merchant ever assigned that rider id, and is left unbound (refused at sign-in) when several did.
+    @Test func riderKeysAreBoundToTheirOnlyMerchant() throws {
+        let directory = try TemporaryDirectory()
+        let connection = try SQLiteConnection.open(StorageConfiguration(dataDirectory: directory.path))
+        let bundled = try Migrator.bundled()
+        try Migrator.migrate(connection, bundled.filter { $0.version < 8 })
+        for (id, merchant, rider) in [("o-1", "m-1", "r-1"), ("o-2", "m-1", "r-1"), ("o-3", "m-1", "r-2"), ("o-4", "m-2", "r-2")] {
+            try connection.cached(
+                """
+                INSERT INTO orders (id, merchant_id, number, merchant_name, items_json, customer_id, customer_name,
+                    customer_phone, customer_locale, address, payment_method, status, estimated_arrival, rider_id,
+                    created_at, updated_at)
+                VALUES (?, ?, ?, 'Shop', '[]', 'c-1', 'Ana', '+1', 'en', 'Main St', 'cash', 'placed', 0, ?, 0, 0)
+                """
+            ).run([.text(id), .text(merchant), .text(id), .text(rider)])
+        }
+        for (id, role, merchant, rider) in [
+            ("k-1", "rider", nil, "r-1"), ("k-2", "rider", nil, "r-2"), ("k-3", "rider", nil, "r-3"),
+            ("k-4", "merchant", "m-1", nil),
+        ] as [(String, String, String?, String?)] {
+            try connection.cached(
+                "INSERT INTO api_keys (id, key_hash, role, merchant_id, rider_id, created_at) VALUES (?, ?, ?, ?, ?, 0)"
+            ).run([
+                .text(id), .text("hash-" + id), .text(role), merchant.map(SQLiteValue.text) ?? .null,
+                rider.map(SQLiteValue.text) ?? .null,
+            ])
+        }
+        #expect(try Migrator.migrate(connection, bundled) == [8])
+        let bound = try connection.cached("SELECT id, merchant_id FROM api_keys ORDER BY id").rows([]) {
+            "\($0.text(0) ?? "?")=\($0.text(1) ?? "none")"
+        }
+        #expect(bound == ["k-1=m-1", "k-2=none", "k-3=none", "k-4=m-1"])
     }
 
     /// A migration that fails leaves neither its changes nor its record behind.
