@@ -43,7 +43,8 @@ extension DeliveryService {
                 issues.append(
                     FieldIssue(
                         field: "merchantId",
-                        problem: "is required for a rider key: the merchant the rider works for (1 to 64 characters, no spaces)"
+                        problem:
+                            "is required for a rider key: the merchant the rider works for (1 to 64 characters, no spaces)"
                     ))
             }
             if riderID.map(valid) != true {

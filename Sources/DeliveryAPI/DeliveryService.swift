@@ -82,7 +82,8 @@ public struct DeliveryService: Sendable {
     struct Limiters: Sendable {
         let failuresByAddress: RateLimiter
         let failuresByKey: RateLimiter
-        let requests: RateLimiter
+        let requestsByKey: RateLimiter
+        let requestsByApp: RateLimiter
         let registrationsByOrder: RateLimiter
     }
 
@@ -119,7 +120,7 @@ public struct DeliveryService: Sendable {
         self.limiters = Limiters(
             failuresByAddress: RateLimiter(limits.failedAuthenticationsPerAddress),
             failuresByKey: RateLimiter(limits.failedAuthenticationsPerKey),
-            requests: RateLimiter(limits.requestsPerCredential),
+            requestsByKey: RateLimiter(limits.requestsPerKey), requestsByApp: RateLimiter(limits.requestsPerApp),
             registrationsByOrder: RateLimiter(limits.registrationsPerOrder))
     }
 
@@ -261,8 +262,13 @@ public struct DeliveryService: Sendable {
             }
             throw error
         }
-        if let wait = limiters.requests.take(caller.idempotencyScope, now: now) {
-            metrics.rateLimited.increment(["requests_per_credential"])
+        let (limiter, label) =
+            switch caller {
+            case .staff(.merchant, _), .staff(.admin, _): (limiters.requestsByKey, "requests_per_key")
+            case .staff(.rider, _), .customer, .customerAccount: (limiters.requestsByApp, "requests_per_app")
+            }
+        if let wait = limiter.take(caller.idempotencyScope, now: now) {
+            metrics.rateLimited.increment([label])
             throw .rateLimited("too many requests with this credential", retryAfter: wait)
         }
         return caller

@@ -19,8 +19,11 @@ public struct RateLimits: Sendable, Hashable {
     /// Failed authentications naming one API key id: 10, then one every 6 s. Only failures count
     /// and the right key always gets in, so an attacker cannot lock the key's owner out.
     public var failedAuthenticationsPerKey: RateLimit
-    /// Requests per credential (API key, customer credential, order's tracking token).
-    public var requestsPerCredential: RateLimit
+    /// Requests per merchant or admin API key: what one tenant's backend may take of the machine.
+    public var requestsPerKey: RateLimit
+    /// Requests per credential of one app on one phone: a rider key, a customer credential, an
+    /// order's tracking token.
+    public var requestsPerApp: RateLimit
     /// Activities an order may have live at once.
     public var activitiesPerOrder: Int
     /// Push-to-start devices one merchant's customer may have.
@@ -30,21 +33,26 @@ public struct RateLimits: Sendable, Hashable {
     public var registrationsPerOrder: RateLimit
 
     /// - Parameters:
-    ///   - requestsPerCredential: default 10,000 at once, 5,000 a second (the end-to-end benchmark
-    ///     sends about 1,200 a second with each of its two keys).
+    ///   - requestsPerKey: default 100 a second, bursts of 200. One node serves 1,200 to 4,000 status
+    ///     changes a second (the end-to-end benchmark), so a merchant at its full rate takes at most a
+    ///     twelfth of it: one tenant cannot starve the others; 100 a second is 360,000 changes an hour.
+    ///   - requestsPerApp: default 5 a second, bursts of 20: an app polls every few seconds, a rider's
+    ///     posts a position every few seconds and a few statuses per order.
     ///   - registrationsPerOrder: default 30 at once, then 30 an hour (an app registers an activity
     ///     once and rotates its token a few times in the activity's 8 hours).
     public init(
         failedAuthenticationsPerAddress: RateLimit = RateLimit(burst: 20, perSecond: 1.0 / 3),
         failedAuthenticationsPerKey: RateLimit = RateLimit(burst: 10, perSecond: 1.0 / 6),
-        requestsPerCredential: RateLimit = RateLimit(burst: 10_000, perSecond: 5_000),
+        requestsPerKey: RateLimit = RateLimit(burst: 200, perSecond: 100),
+        requestsPerApp: RateLimit = RateLimit(burst: 20, perSecond: 5),
         activitiesPerOrder: Int = 10, devicesPerCustomer: Int = 10,
         registrationsPerOrder: RateLimit = RateLimit(burst: 30, perSecond: 30.0 / 3600)
     ) {
         self.registrationsPerOrder = registrationsPerOrder
         self.failedAuthenticationsPerAddress = failedAuthenticationsPerAddress
         self.failedAuthenticationsPerKey = failedAuthenticationsPerKey
-        self.requestsPerCredential = requestsPerCredential
+        self.requestsPerKey = requestsPerKey
+        self.requestsPerApp = requestsPerApp
         self.activitiesPerOrder = activitiesPerOrder
         self.devicesPerCustomer = devicesPerCustomer
     }

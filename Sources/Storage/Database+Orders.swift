@@ -78,7 +78,9 @@ extension Database {
                 WHERE merchant_id = ? AND rider_id = ? AND status NOT IN ('delivered', 'cancelled')
                 ORDER BY created_at, id LIMIT ?
                 """
-            ).rows([.text(merchantID), .text(riderID), .integer(Int64(limit))]) { try Self.decodeOrder($0, withItems: false) }
+            ).rows([.text(merchantID), .text(riderID), .integer(Int64(limit))]) {
+                try Self.decodeOrder($0, withItems: false)
+            }
         }
     }
 

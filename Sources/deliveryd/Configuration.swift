@@ -26,7 +26,8 @@ struct Configuration: Sendable {
     var trackingTokenLifetimeSeconds = 7 * 86_400
     var authFailuresPerAddress = 20
     var authFailuresPerKey = 10
-    var requestsPerCredential = 5_000
+    var requestsPerKey = 100
+    var requestsPerApp = 5
     var activitiesPerOrder = 10
     var devicesPerCustomer = 10
     var synchronous = "full"
@@ -239,9 +240,15 @@ struct Configuration: Sendable {
             keyPath: \.authFailuresPerKey
         ),
         integerSetting(
-            flag: "--requests-per-credential", environment: "DELIVERYD_REQUESTS_PER_CREDENTIAL", range: 1...1_000_000,
-            help: "requests per second with one key, credential or tracking token; bursts of twice (default 5000)",
-            keyPath: \.requestsPerCredential
+            flag: "--requests-per-key", environment: "DELIVERYD_REQUESTS_PER_KEY", range: 1...1_000_000,
+            help: "requests per second with one merchant or admin API key; bursts of twice (default 100)",
+            keyPath: \.requestsPerKey
+        ),
+        integerSetting(
+            flag: "--requests-per-app", environment: "DELIVERYD_REQUESTS_PER_APP", range: 1...1_000_000,
+            help:
+                "requests per second with one rider key, customer credential or tracking token; bursts of four times (default 5)",
+            keyPath: \.requestsPerApp
         ),
         integerSetting(
             flag: "--activities-per-order", environment: "DELIVERYD_ACTIVITIES_PER_ORDER", range: 1...1000,

@@ -197,9 +197,10 @@ let service = DeliveryService(
             failedAuthenticationsPerKey: RateLimit(
                 burst: Double(configuration.authFailuresPerKey),
                 perSecond: Double(configuration.authFailuresPerKey) / 60),
-            requestsPerCredential: RateLimit(
-                burst: Double(2 * configuration.requestsPerCredential),
-                perSecond: Double(configuration.requestsPerCredential)),
+            requestsPerKey: RateLimit(
+                burst: Double(2 * configuration.requestsPerKey), perSecond: Double(configuration.requestsPerKey)),
+            requestsPerApp: RateLimit(
+                burst: Double(4 * configuration.requestsPerApp), perSecond: Double(configuration.requestsPerApp)),
             activitiesPerOrder: configuration.activitiesPerOrder, devicesPerCustomer: configuration.devicesPerCustomer),
         ridePushInterval: Double(configuration.ridePushIntervalSeconds),
         historyStep: configuration.historyIntervalSeconds,

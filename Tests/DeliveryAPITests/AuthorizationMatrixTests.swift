@@ -65,14 +65,16 @@ let matrix: [MatrixRow] = [
         "POST", "/v1/riders/r-1/position",
         body: { _ in ["latitude": "#52.52", "longitude": "#13.405", "recordedAt": "{now}"] },
         [401, 403, 403, 403, 403, 202, 403, 403, 403, 403, 401, 202]),
-    MatrixRow("POST", "/v1/orders/{order}/tracking-token", [401, 404, 404, 404, 201, 403, 403, 201, 403, 404, 401, 404]),
+    MatrixRow(
+        "POST", "/v1/orders/{order}/tracking-token", [401, 404, 404, 404, 201, 403, 403, 201, 403, 404, 401, 404]),
     MatrixRow("GET", "/v1/orders/{order}/pushes", [401, 404, 404, 404, 200, 403, 403, 200, 403, 404, 401, 404]),
     MatrixRow("GET", "/v1/orders/{order}/timeline", [401, 404, 404, 404, 200, 403, 403, 200, 403, 404, 401, 404]),
     MatrixRow(
         "PUT", "/v1/orders/{order}/activities/a-2",
         body: { _ in ["pushToken": pushToken, "environment": "development"] },
         [401, 403, 403, 404, 403, 403, 200, 403, 200, 404, 401, 403]),
-    MatrixRow("DELETE", "/v1/orders/{order}/activities/a-1", [401, 403, 403, 404, 403, 403, 204, 403, 204, 404, 401, 403]),
+    MatrixRow(
+        "DELETE", "/v1/orders/{order}/activities/a-1", [401, 403, 403, 404, 403, 403, 204, 403, 204, 404, 401, 403]),
     // Each customer app registers its own device, under its own merchant: both tenants' c-42 may.
     MatrixRow(
         "PUT", "/v1/customers/c-42/push-to-start/d-2",

@@ -62,8 +62,8 @@ struct RateLimitTests {
     }
 
     /// One credential past its request rate gets `429`; another credential is answered normally.
-    @Test func requestsPerCredential() throws {
-        let api = try harness(RateLimits(requestsPerCredential: RateLimit(burst: 5, perSecond: 0.5)))
+    @Test func requestsPerKey() throws {
+        let api = try harness(RateLimits(requestsPerKey: RateLimit(burst: 5, perSecond: 0.5)))
         let busy = try api.key("merchant", merchant: "m-1")
         let calm = try api.key("merchant", merchant: "m-2")
         let statuses = try (0..<7).map { _ in try api.send("GET", "/v1/orders/o-1", as: busy).status }
@@ -71,6 +71,37 @@ struct RateLimitTests {
         let limited = try api.send("GET", "/v1/orders/o-1", as: busy)
         #expect(limited.errorCode == "rate_limited" && limited.header("Retry-After") == "2")
         #expect(try api.send("GET", "/v1/orders/o-1", as: calm).status == 404)
+    }
+
+    /// The defaults share the machine: a merchant key gets 200 at once, then `429`, while another
+    /// merchant is served; the credentials of one phone (tracking token, rider key, customer
+    /// credential) get 20 at once, each its own bucket, and the merchant behind them is unaffected.
+    @Test func defaultsGiveEachTenantAShare() throws {
+        let api = try harness(RateLimits())
+        let busy = try api.key("merchant", merchant: "m-1")
+        let calm = try api.key("merchant", merchant: "m-2")
+        let order = try api.createOrder(busy, number: "A-1")
+        let rider = try api.key("rider", merchant: "m-1", rider: "r-1")
+        #expect(
+            try api.send("PUT", "/v1/orders/\(order.id)/rider", as: busy, json: ["riderId": "r-1", "name": "Sam"])
+                .status
+                == 200)
+        let account = try api.customerCredential(busy, customer: "c-42").credential
+        // Three requests of the key so far: creating the order, assigning the rider, minting the credential.
+        let keyStatuses = try (0..<198).map { _ in try api.send("GET", "/v1/orders/\(order.id)", as: busy).status }
+        #expect(keyStatuses == Array(repeating: 200, count: 197) + [429])
+        #expect(try api.send("GET", "/v1/orders/\(order.id)", as: calm).status == 404)
+        let phone: [(String, String)] = [
+            (order.token, "/v1/orders/\(order.id)/live-activity"), (rider, "/v1/orders/\(order.id)"),
+            (account, "/v1/customers/c-42/push-to-start/d-1"),
+        ]
+        for (credential, path) in phone {
+            let method = credential == account ? "DELETE" : "GET"
+            let statuses = try (0..<21).map { _ in try api.send(method, path, as: credential).status }
+            #expect(statuses.prefix(20).allSatisfy { $0 != 429 } && statuses.last == 429, "\(path): \(statuses)")
+        }
+        let limited = try api.send("GET", "/v1/orders/\(order.id)/live-activity", as: order.token)
+        #expect(limited.errorCode == "rate_limited" && limited.header("Retry-After") == "1")
     }
 
     /// Rotating an activity's token over and over is limited per order: past the burst `429`, with

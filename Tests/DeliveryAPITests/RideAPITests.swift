@@ -326,7 +326,8 @@ struct RideAPITests {
         let moved = (reply.json["orders"] as? [[String: Any]]) ?? []
         #expect(moved.compactMap { $0["orderId"] as? String } == [own.orderID])
         service.storeDueRides()
-        #expect(try contentState("/v1/orders/\(own.orderID)/live-activity", as: own.merchant).remainingDistance == 2_500)
+        #expect(
+            try contentState("/v1/orders/\(own.orderID)/live-activity", as: own.merchant).remainingDistance == 2_500)
         for order in crowd {
             #expect(try store.order(id: order.orderID)?.tracking == nil, "m-2's orders saw m-1's rider")
             let view = try api.send("GET", "/v1/orders/\(order.orderID)", as: order.merchant)
@@ -343,7 +344,8 @@ struct RideAPITests {
         let theirs = try api.send("POST", "/v1/riders/r-1/position", as: stranger, json: position(900))
         #expect(((theirs.json["orders"] as? [[String: Any]]) ?? []).count == Self.ridersOrdersPerPost)
         service.storeDueRides()
-        #expect(try contentState("/v1/orders/\(own.orderID)/live-activity", as: own.merchant).remainingDistance == 2_500)
+        #expect(
+            try contentState("/v1/orders/\(own.orderID)/live-activity", as: own.merchant).remainingDistance == 2_500)
     }
 
     /// A rider key from before riders belonged to merchants, which no migration could bind, is refused
@@ -356,7 +358,8 @@ struct RideAPITests {
         #expect(refused.status == 401)
         let message = (refused.json["error"] as? [String: Any])?["message"] as? String
         #expect(message?.contains("belongs to no merchant") == true, "\(refused.json)")
-        let created = try api.send("POST", "/v1/admin/keys", as: APIHarness.adminKey, json: ["role": "rider", "riderId": "r-1"])
+        let created = try api.send(
+            "POST", "/v1/admin/keys", as: APIHarness.adminKey, json: ["role": "rider", "riderId": "r-1"])
         #expect(created.status == 422 && created.fieldProblems["merchantId"] != nil)
     }
 

@@ -36,7 +36,9 @@ struct EndToEndTests {
             try client.call("POST", "/v1/admin/keys", Self.adminKey, ["role": "merchant", "merchantId": "m-1"], 201)[
                 "key"] as! String
         let rider =
-            try client.call("POST", "/v1/admin/keys", Self.adminKey, ["role": "rider", "merchantId": "m-1", "riderId": "r-1"], 201)["key"]
+            try client.call(
+                "POST", "/v1/admin/keys", Self.adminKey, ["role": "rider", "merchantId": "m-1", "riderId": "r-1"], 201)[
+                "key"]
             as! String
         // The merchant's backend mints the signed-in customer's credential; the app registers its device.
         let account =

@@ -15,7 +15,9 @@ struct GracefulStopTests {
         let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
         defer { simulator.stop() }
         try simulator.script(["*": ["delay_ms": 1500]])
-        let arguments = ["--admin-key", Self.adminKey, "--access-log", "off"] + simulator.deliverydArguments
+        let arguments =
+            ["--admin-key", Self.adminKey, "--access-log", "off"] + DeliverydProcess.crowdArguments
+            + simulator.deliverydArguments
         let first = try DeliverydProcess(extraArguments: arguments, keepData: true)
         defer { try? FileManager.default.removeItem(atPath: first.dataDirectory) }
         try LoopbackHTTP.waitUntilHealthy(port: first.port)

@@ -28,7 +28,8 @@ struct RandomKillTests {
         let arguments =
             // The default lease (30 s): a shorter one expires while a loaded machine writes a batch's
             // outcomes, and the pushes it held are rightly sent again, which no kill explains.
-            ["--admin-key", Self.adminKey, "--access-log", "off"] + simulator.deliverydArguments
+            ["--admin-key", Self.adminKey, "--access-log", "off"] + DeliverydProcess.crowdArguments
+            + simulator.deliverydArguments
         var server = try DeliverydProcess(extraArguments: arguments, keepData: true)
         let dataDirectory = server.dataDirectory
         let port = server.port
@@ -44,7 +45,8 @@ struct RandomKillTests {
             ).json["key"] as? String ?? ""
         let riderKey =
             try LoopbackHTTP.send(
-                port: port, "POST", "/v1/admin/keys", bearer: Self.adminKey, json: ["role": "rider", "merchantId": "m-1", "riderId": "r-1"]
+                port: port, "POST", "/v1/admin/keys", bearer: Self.adminKey,
+                json: ["role": "rider", "merchantId": "m-1", "riderId": "r-1"]
             ).json["key"] as? String ?? ""
         let orders = try OrderFixtures.withActivities(
             port: port, count: orderCount, bearer: merchant, numbered: "R", firstToken: 0x5000,

@@ -46,7 +46,10 @@ struct RideEndToEndTests {
         let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
         defer { simulator.stop() }
         let server = try DeliverydProcess(
-            extraArguments: ["--admin-key", Self.adminKey, "--ride-push-interval", "1"] + simulator.deliverydArguments)
+            // Positions every 150 ms, faster than a rider app's default allowance (5 a second), to
+            // ride the whole polyline in seconds.
+            extraArguments: ["--admin-key", Self.adminKey, "--ride-push-interval", "1", "--requests-per-app", "20"]
+                + simulator.deliverydArguments)
         defer { _ = server.stop() }
         try LoopbackHTTP.waitUntilHealthy(port: server.port)
         let client = Client(port: server.port, simulator: simulator)
@@ -55,7 +58,9 @@ struct RideEndToEndTests {
             try client.call("POST", "/v1/admin/keys", Self.adminKey, ["role": "merchant", "merchantId": "m-1"], 201)[
                 "key"] as! String
         let rider =
-            try client.call("POST", "/v1/admin/keys", Self.adminKey, ["role": "rider", "merchantId": "m-1", "riderId": "r-1"], 201)["key"]
+            try client.call(
+                "POST", "/v1/admin/keys", Self.adminKey, ["role": "rider", "merchantId": "m-1", "riderId": "r-1"], 201)[
+                "key"]
             as! String
         var body = EndToEndTests.orderBody("R-1", customer: "c-1", eta: Date().addingTimeInterval(1800))
         body["destination"] = ["latitude": Self.destination.latitude, "longitude": Self.destination.longitude]

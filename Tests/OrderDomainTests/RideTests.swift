@@ -163,7 +163,9 @@ struct RideTests {
     @Test func whoMayPostPositions() throws {
         let order = Fixtures.order(status: .delivering)
         try order.checkPositionAllowed(for: .rider(id: "r-7", merchantID: "m-1"))
-        #expect(throws: OrderError(.notFound, "")) { try order.checkPositionAllowed(for: .rider(id: "r-8", merchantID: "m-1")) }
+        #expect(throws: OrderError(.notFound, "")) {
+            try order.checkPositionAllowed(for: .rider(id: "r-8", merchantID: "m-1"))
+        }
         #expect(throws: OrderError(.notFound, "")) { try order.checkPositionAllowed(for: .merchant(id: "m-2")) }
         #expect(throws: OrderError(.forbidden, "")) { try order.checkPositionAllowed(for: .merchant(id: "m-1")) }
         #expect(throws: OrderError(.forbidden, "")) { try order.checkPositionAllowed(for: .admin) }

@@ -121,7 +121,8 @@ struct TransitionTableTests {
     @Test func appliedChangeRecordsEvent() throws {
         let order = Fixtures.order(status: .preparing)
         let outcome = try order.applying(
-            StatusChange(status: .delivering, reason: "skipped pickup scan"), by: .rider(id: "r-7", merchantID: "m-1"), at: Fixtures.later
+            StatusChange(status: .delivering, reason: "skipped pickup scan"), by: .rider(id: "r-7", merchantID: "m-1"),
+            at: Fixtures.later
         )
         guard case .applied(let next, let event) = outcome else {
             Issue.record("expected applied, got \(outcome)")
@@ -152,7 +153,8 @@ struct TransitionTableTests {
     /// A repeated status is `unchanged` and returns the order untouched, so nothing is stored or pushed.
     @Test func repeatIsUnchangedAndUntouched() throws {
         let order = Fixtures.order(status: .delivered)
-        let outcome = try order.applying(StatusChange(status: .delivered), by: .rider(id: "r-7", merchantID: "m-1"), at: Fixtures.later)
+        let outcome = try order.applying(
+            StatusChange(status: .delivered), by: .rider(id: "r-7", merchantID: "m-1"), at: Fixtures.later)
         #expect(outcome == .unchanged(order))
         #expect(outcome.transitionName == "unchanged")
     }
@@ -183,7 +185,8 @@ struct TransitionTableTests {
         let order = Fixtures.order(status: .pickup)
         let eta = Fixtures.later.addingTimeInterval(900)
         let next = try order.applying(
-            StatusChange(status: .delivering, estimatedArrival: eta), by: .rider(id: "r-7", merchantID: "m-1"), at: Fixtures.later
+            StatusChange(status: .delivering, estimatedArrival: eta), by: .rider(id: "r-7", merchantID: "m-1"),
+            at: Fixtures.later
         ).order
         #expect(next.estimatedArrival == eta)
 

@@ -48,7 +48,9 @@ struct MigrationTests {
         let connection = try SQLiteConnection.open(StorageConfiguration(dataDirectory: directory.path))
         let bundled = try Migrator.bundled()
         try Migrator.migrate(connection, bundled.filter { $0.version < 8 })
-        for (id, merchant, rider) in [("o-1", "m-1", "r-1"), ("o-2", "m-1", "r-1"), ("o-3", "m-1", "r-2"), ("o-4", "m-2", "r-2")] {
+        for (id, merchant, rider) in [
+            ("o-1", "m-1", "r-1"), ("o-2", "m-1", "r-1"), ("o-3", "m-1", "r-2"), ("o-4", "m-2", "r-2"),
+        ] {
             try connection.cached(
                 """
                 INSERT INTO orders (id, merchant_id, number, merchant_name, items_json, customer_id, customer_name,
