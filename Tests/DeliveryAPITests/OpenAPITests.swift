@@ -15,4 +15,16 @@ struct OpenAPITests {
         #expect(documented.subtracting(routed).isEmpty, "documented but not routed")
         #expect(routed.subtracting(documented).isEmpty, "routed but not documented")
     }
+
+    /// Any route with a credential can answer 400 (two `Authorization` headers), 401 and 429 (a rate
+    /// limit): each such operation says so, so that a client generated from the document expects them.
+    @Test func everySecuredOperationDocumentsTheAnswersOfItsCredential() throws {
+        let operations = try OpenAPIOperations.operations()
+        #expect(operations.count == (try OpenAPIOperations.all()).count)
+        #expect(operations.values.contains { !$0.isSecured })
+        for (name, operation) in operations where operation.isSecured {
+            let missing = Set(["400", "401", "429"]).subtracting(operation.statuses)
+            #expect(missing.isEmpty, "\(name) does not document \(missing.sorted())")
+        }
+    }
 }

@@ -19,7 +19,8 @@ struct DiskFullTests {
             try? FileManager.default.removeItem(atPath: mountPoint)
         }
         let server = try DeliverydProcess(
-            extraArguments: ["--admin-key", Self.adminKey, "--access-log", "off"], dataDirectory: mountPoint + "/data",
+            extraArguments: ["--admin-key", Self.adminKey, "--access-log", "off"] + DeliverydProcess.crowdArguments,
+            dataDirectory: mountPoint + "/data",
             keepData: true)
         defer { _ = server.stop() }
         try LoopbackHTTP.waitUntilHealthy(port: server.port)

@@ -33,7 +33,8 @@ struct HostileInputTests {
     }
 
     @Test func everyRouteAndFieldSurvivesHostileValues() throws {
-        let server = try DeliverydProcess(extraArguments: ["--admin-key", Self.adminKey, "--access-log", "off"])
+        let server = try DeliverydProcess(
+            extraArguments: ["--admin-key", Self.adminKey, "--access-log", "off"] + DeliverydProcess.crowdArguments)
         defer { _ = server.stop() }
         let port = server.port
         try LoopbackHTTP.waitUntilHealthy(port: port)

@@ -15,7 +15,7 @@ struct IdempotentCreateKillTests {
     @Test func retriedCreatesAlwaysGetTheirToken() throws {
         let kills = 12
         let creates = 240
-        let arguments = ["--admin-key", Self.adminKey, "--access-log", "off"]
+        let arguments = ["--admin-key", Self.adminKey, "--access-log", "off"] + DeliverydProcess.crowdArguments
         var server = try DeliverydProcess(extraArguments: arguments, keepData: true)
         let dataDirectory = server.dataDirectory
         let port = server.port

@@ -32,4 +32,42 @@ package enum OpenAPIOperations {
         }
         return operations
     }
+
+    /// One operation as the document states it: whether it needs a credential, and its statuses.
+    package struct Operation: Sendable {
+        package var isSecured = true
+        package var statuses: Set<String> = []
+    }
+
+    /// Every operation by `METHOD /path`, with `security: []` and the `"NNN":` keys of its responses.
+    package static func operations() throws -> [String: Operation] {
+        let methods: Set<String> = ["get", "put", "post", "patch", "delete"]
+        var operations: [String: Operation] = [:]
+        var inPaths = false
+        var currentPath: String?
+        var current: String?
+        for line in try String(contentsOf: documentURL, encoding: .utf8).split(separator: "\n") {
+            if !line.hasPrefix(" ") {
+                inPaths = line == "paths:"
+                current = nil
+                continue
+            }
+            guard inPaths else { continue }
+            if line.hasPrefix("  /"), line.hasSuffix(":") {
+                currentPath = String(line.dropFirst(2).dropLast())
+                current = nil
+            } else if line.hasPrefix("    "), !line.hasPrefix("     "), let currentPath {
+                let key = String(line.dropFirst(4).prefix { $0 != ":" })
+                current = methods.contains(key) ? "\(key.uppercased()) \(currentPath)" : nil
+                if let current { operations[current] = Operation() }
+            } else if let current {
+                let trimmed = line.drop { $0 == " " }
+                if trimmed == "security: []" { operations[current]?.isSecured = false }
+                if line.hasPrefix("        \""), !line.hasPrefix("         ") {
+                    operations[current]?.statuses.insert(String(trimmed.dropFirst().prefix(3)))
+                }
+            }
+        }
+        return operations
+    }
 }
