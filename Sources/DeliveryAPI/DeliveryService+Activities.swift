@@ -18,7 +18,7 @@ extension DeliveryService {
     /// push token of the order's Live Activity, with the order's tracking token or its customer
     /// credential (what an app woken by a `start` push holds). The order's current state is pushed at
     /// once unless the activity already shows it.
-    func registerActivity(_ call: Call) throws -> HTTPResponse {
+    func registerActivity(_ call: Call) throws -> TransactionStep {
         let orderID = call.parameter("id")
         let activityID = call.parameter("activityId")
         try requireCustomer(call, orderID: orderID)
@@ -33,16 +33,22 @@ extension DeliveryService {
             metrics.rateLimited.increment(["registrations_per_order"])
             throw APIError.rateLimited("too many activity registrations for this order", retryAfter: wait)
         }
-        let stored = try countingLimit("activities_per_order") {
-            try store.registerActivity(
-                orderID: orderID, activityID: activityID, pushToken: registration.token,
-                environment: registration.environment, bundleID: registration.bundleID, shown: shown,
-                liveLimit: configuration.rateLimits.activitiesPerOrder, now: call.now,
-                requestID: call.request.requestID)
+        let liveLimit = configuration.rateLimits.activitiesPerOrder
+        return { transaction in
+            // Locked and checked in the transaction of the registration: no token slips in after the end.
+            guard let order = try transaction.lockOrder(id: orderID) else { throw APIError.notFound("order not found") }
+            try order.checkOpen()
+            let stored = try self.countingLimit("activities_per_order") {
+                try transaction.registerActivity(
+                    orderID: orderID, activityID: activityID, pushToken: registration.token,
+                    environment: registration.environment, bundleID: registration.bundleID, shown: shown,
+                    liveLimit: liveLimit, now: call.now, requestID: call.request.requestID)
+            }
+            return Written(response: self.json(200, .object(["activity": Views.activity(stored.record)]))) {
+                self.metrics.activityEvents.increment([stored.rotated ? "token_rotated" : "registered"])
+                self.wakePusher(stored.queuedPushes)
+            }
         }
-        metrics.activityEvents.increment([stored.rotated ? "token_rotated" : "registered"])
-        wakePusher(stored.queuedPushes)
-        return json(200, .object(["activity": Views.activity(stored.record)]))
     }
 
     /// `DELETE /v1/orders/{id}/activities/{activityId}`: the user ended the activity; no more pushes.
@@ -65,7 +71,7 @@ extension DeliveryService {
     /// device's push-to-start token with its customer credential; the merchant's next order for this
     /// customer starts a Live Activity on it. Devices belong to one merchant's customer: no other
     /// merchant's order ever starts an activity on them.
-    func registerPushToStart(_ call: Call) throws -> HTTPResponse {
+    func registerPushToStart(_ call: Call) throws -> TransactionStep {
         let device = try ownDevice(call)
         let body = try jsonObject(call.request)
         var reader = FieldReader()
@@ -76,20 +82,21 @@ extension DeliveryService {
         guard let registration, case .customerAccount(let account) = call.caller else {
             throw APIError.internalError()
         }
-        try countingLimit("devices_per_customer") {
-            try store.registerPushToStart(
-                device, credentialID: account.credentialID, pushToken: registration.token,
-                environment: registration.environment, bundleID: registration.bundleID,
-                deviceLimit: configuration.rateLimits.devicesPerCustomer, now: call.now)
+        let deviceLimit = configuration.rateLimits.devicesPerCustomer
+        let answer = JSONValue.object([
+            "merchantId": .string(device.merchantID), "customerId": .string(device.customerID),
+            "deviceId": .string(device.deviceID), "environment": .string(registration.environment.rawValue),
+            "bundleId": .string(registration.bundleID), "registeredAt": .time(call.now),
+        ])
+        return { transaction in
+            try self.countingLimit("devices_per_customer") {
+                try transaction.registerPushToStart(
+                    device, credentialID: account.credentialID, pushToken: registration.token,
+                    environment: registration.environment, bundleID: registration.bundleID, deviceLimit: deviceLimit,
+                    now: call.now)
+            }
+            return Written(response: self.json(200, answer))
         }
-        return json(
-            200,
-            .object([
-                "merchantId": .string(device.merchantID), "customerId": .string(device.customerID),
-                "deviceId": .string(device.deviceID), "environment": .string(registration.environment.rawValue),
-                "bundleId": .string(registration.bundleID), "registeredAt": .time(call.now),
-            ])
-        )
     }
 
     /// `DELETE /v1/customers/{customerId}/push-to-start/{deviceId}`: the customer signed out on this

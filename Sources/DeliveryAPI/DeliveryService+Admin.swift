@@ -92,7 +92,7 @@ extension DeliveryService {
     }
 
     /// `POST /v1/admin/dead-letters/replay`: `{ids?}`; without ids every dead letter is queued again.
-    func replayDeadLetters(_ call: Call) throws -> HTTPResponse {
+    func replayDeadLetters(_ call: Call) throws -> TransactionStep {
         try requireAdmin(call)
         var ids: [Int64]?
         if !call.request.body.isEmpty {
@@ -108,9 +108,12 @@ extension DeliveryService {
             }
             try reader.finish()
         }
-        let replayed = try store.replayDeadLetters(ids: ids, now: call.now)
-        wakePusher(replayed)
-        return json(200, .object(["replayed": .number(Double(replayed))]))
+        return { transaction in
+            let replayed = try transaction.replayDeadLetters(ids: ids, now: call.now)
+            return Written(response: self.json(200, .object(["replayed": .number(Double(replayed))]))) {
+                self.wakePusher(replayed)
+            }
+        }
     }
 
     @discardableResult

@@ -6,7 +6,7 @@ import Telemetry
 
 extension DeliveryService {
     /// `POST /v1/orders`: a merchant creates an order of its own; an admin names the merchant.
-    func createOrder(_ call: Call) throws -> HTTPResponse {
+    func createOrder(_ call: Call) throws -> TransactionStep {
         let principal = try staffPrincipal(call, orderID: nil)
         let body = try jsonObject(call.request)
         var reader = FieldReader()
@@ -37,15 +37,19 @@ extension DeliveryService {
         }
         try reader.finish()
         let tracking = Credentials.newTrackingToken()
-        switch try store.createOrder(
-            order, event: event, trackingTokenHash: tracking.hash, now: now, requestID: call.request.requestID)
-        {
-        case .created(let order, _, let queuedStarts):
-            metrics.ordersCreated.increment()
-            wakePusher(queuedStarts)
-            return json(201, .object(["order": Views.staff(order), "trackingToken": .string(tracking.token)]))
-        case .existing(let order):
-            return json(200, .object(["order": Views.staff(order)]))
+        return { transaction in
+            switch try transaction.createOrder(
+                order, event: event, trackingTokenHash: tracking.hash, now: now, requestID: call.request.requestID)
+            {
+            case .created(let order, _, let queuedStarts):
+                let body = JSONValue.object(["order": Views.staff(order), "trackingToken": .string(tracking.token)])
+                return Written(response: self.json(201, body)) {
+                    self.metrics.ordersCreated.increment()
+                    self.wakePusher(queuedStarts)
+                }
+            case .existing(let order):
+                return Written(response: self.json(200, .object(["order": Views.staff(order)])))
+            }
         }
     }
 
@@ -59,7 +63,7 @@ extension DeliveryService {
     }
 
     /// `POST /v1/orders/{id}/status`: the state machine of design §2.
-    func changeStatus(_ call: Call) throws -> HTTPResponse {
+    func changeStatus(_ call: Call) throws -> TransactionStep {
         let orderID = call.parameter("id")
         let principal = try staffPrincipal(call, orderID: orderID)
         let body = try jsonObject(call.request)
@@ -75,13 +79,13 @@ extension DeliveryService {
         guard let status else { throw APIError.internalError() }
 
         let change = StatusChange(status: status, estimatedArrival: eta, reason: reason)
-        return try applyChange(orderID, call, principal) { order throws(OrderError) in
+        return applyChange(orderID, call, principal) { order throws(OrderError) in
             try order.applying(change, by: principal, at: call.now)
         }
     }
 
     /// `PATCH /v1/orders/{id}/eta`.
-    func changeEstimatedArrival(_ call: Call) throws -> HTTPResponse {
+    func changeEstimatedArrival(_ call: Call) throws -> TransactionStep {
         let orderID = call.parameter("id")
         let principal = try staffPrincipal(call, orderID: orderID)
         let body = try jsonObject(call.request)
@@ -89,13 +93,13 @@ extension DeliveryService {
         let eta = reader.require(reader.time(body, "estimatedArrival"), "estimatedArrival")
         try reader.finish()
         guard let eta else { throw APIError.internalError() }
-        return try applyChange(orderID, call, principal) { order throws(OrderError) in
+        return applyChange(orderID, call, principal) { order throws(OrderError) in
             try order.changingEstimatedArrival(to: eta, by: principal, at: call.now)
         }
     }
 
     /// `PUT /v1/orders/{id}/rider`.
-    func assignRider(_ call: Call) throws -> HTTPResponse {
+    func assignRider(_ call: Call) throws -> TransactionStep {
         let orderID = call.parameter("id")
         let principal = try staffPrincipal(call, orderID: orderID)
         let body = try jsonObject(call.request)
@@ -104,7 +108,7 @@ extension DeliveryService {
             id: reader.string(body, "riderId") ?? "", name: reader.string(body, "name") ?? "",
             phone: reader.string(body, "phone"))
         try reader.finish()
-        return try applyChange(orderID, call, principal) { order throws(OrderError) in
+        return applyChange(orderID, call, principal) { order throws(OrderError) in
             try order.assigning(rider, by: principal, at: call.now)
         }
     }
@@ -144,25 +148,29 @@ extension DeliveryService {
     /// changes of one order serialize), writes the outcome in the same transaction, and answers
     /// `{order, transition}`.
     private func applyChange(
-        _ orderID: String, _ call: Call, _ principal: Principal, _ change: (Order) throws(OrderError) -> ChangeOutcome
-    ) throws -> HTTPResponse {
-        let stored = try store.write { transaction in
+        _ orderID: String, _ call: Call, _ principal: Principal,
+        _ change: @escaping (Order) throws(OrderError) -> ChangeOutcome
+    ) -> TransactionStep {
+        { transaction in
             guard let current = try transaction.lockOrder(id: orderID) else {
                 throw APIError.notFound("order not found")
             }
-            return try transaction.record(try change(current), now: call.now, requestID: call.request.requestID)
-        }
-        if case .applied(let order, let event) = stored.outcome, event.from != event.to {
-            metrics.transitions.increment([event.from.rawValue, order.status.rawValue])
-        }
-        wakePusher(stored.queuedPushes)
-        let transition: JSONValue =
-            switch stored.outcome {
-            case .applied: "applied"
-            case .unchanged: "unchanged"
+            let stored = try transaction.record(try change(current), now: call.now, requestID: call.request.requestID)
+            let transition: JSONValue =
+                switch stored.outcome {
+                case .applied: "applied"
+                case .unchanged: "unchanged"
+                }
+            let body = JSONValue.object([
+                "order": Views.order(stored.outcome.order, for: principal), "transition": transition,
+            ])
+            return Written(response: self.json(200, body)) {
+                if case .applied(let order, let event) = stored.outcome, event.from != event.to {
+                    self.metrics.transitions.increment([event.from.rawValue, order.status.rawValue])
+                }
+                self.wakePusher(stored.queuedPushes)
             }
-        return json(
-            200, .object(["order": Views.order(stored.outcome.order, for: principal), "transition": transition]))
+        }
     }
 
     private func readDraft(_ body: [String: JSONValue], _ reader: inout FieldReader) -> OrderDraft {

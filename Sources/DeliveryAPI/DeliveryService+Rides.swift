@@ -20,7 +20,7 @@ extension DeliveryService {
         }
         try order.checkPositionAllowed(for: principal)
         let positions = try readPositions(call)
-        try order.checkOpenForPositions()
+        try order.checkOpen()
         return json(202, outcome(of: positions, for: order, now: call.now))
     }
 

@@ -140,21 +140,21 @@ public struct DeliveryService: Sendable {
             }
         }
 
-        route(&router, "POST", "/v1/orders", idempotent: true, createOrder)
+        route(&router, "POST", "/v1/orders", writing: createOrder)
         route(&router, "GET", "/v1/orders/{id}", showOrder)
-        route(&router, "POST", "/v1/orders/{id}/status", idempotent: true, changeStatus)
-        route(&router, "PATCH", "/v1/orders/{id}/eta", idempotent: true, changeEstimatedArrival)
-        route(&router, "PUT", "/v1/orders/{id}/rider", idempotent: true, assignRider)
+        route(&router, "POST", "/v1/orders/{id}/status", writing: changeStatus)
+        route(&router, "PATCH", "/v1/orders/{id}/eta", writing: changeEstimatedArrival)
+        route(&router, "PUT", "/v1/orders/{id}/rider", writing: assignRider)
         route(&router, "GET", "/v1/orders/{id}/live-activity", showLiveActivity)
         route(&router, "POST", "/v1/orders/{id}/position", postOrderPosition)
         route(&router, "POST", "/v1/riders/{riderId}/position", postRiderPosition)
         route(&router, "POST", "/v1/orders/{id}/tracking-token", reissueTrackingToken)
         route(&router, "GET", "/v1/orders/{id}/pushes", showPushes)
         route(&router, "GET", "/v1/orders/{id}/timeline", showTimeline)
-        route(&router, "PUT", "/v1/orders/{id}/activities/{activityId}", idempotent: true, registerActivity)
+        route(&router, "PUT", "/v1/orders/{id}/activities/{activityId}", writing: registerActivity)
         route(&router, "DELETE", "/v1/orders/{id}/activities/{activityId}", endActivity)
         route(
-            &router, "PUT", "/v1/customers/{customerId}/push-to-start/{deviceId}", idempotent: true, registerPushToStart
+            &router, "PUT", "/v1/customers/{customerId}/push-to-start/{deviceId}", writing: registerPushToStart
         )
         route(&router, "DELETE", "/v1/customers/{customerId}/push-to-start/{deviceId}", removePushToStart)
         route(&router, "POST", "/v1/customers/{customerId}/credentials", createCustomerCredential)
@@ -167,7 +167,7 @@ public struct DeliveryService: Sendable {
             &router, "DELETE", "/v1/admin/merchants/{merchantId}/customers/{customerId}/personal-data",
             erasePersonalData)
         route(&router, "GET", "/v1/admin/dead-letters", listDeadLetters)
-        route(&router, "POST", "/v1/admin/dead-letters/replay", idempotent: true, replayDeadLetters)
+        route(&router, "POST", "/v1/admin/dead-letters/replay", writing: replayDeadLetters)
         route(&router, "GET", "/metrics", showMetrics)
         route(&router, "GET", "/v1/admin/stats", showStats)
         route(&router, "GET", "/v1/admin/orders", searchOrders)
@@ -185,13 +185,39 @@ public struct DeliveryService: Sendable {
         func parameter(_ name: String) -> String { request.pathParameters[name] ?? "" }
     }
 
+    /// A write's transaction as its handler prepares it once the request is read, checked and
+    /// authorized: it reads and writes through the handle and returns the answer, which commits with
+    /// the change (and, with an `Idempotency-Key`, with the key's record).
+    typealias TransactionStep = (any StoreTransaction) throws -> Written
+
+    /// A write's answer, and what to do once it committed (wake the pusher, count it).
+    struct Written {
+        var response: HTTPResponse
+        var afterCommit: () -> Void = {}
+    }
+
+    /// An endpoint whose writes go through `Idempotency` (an `Idempotency-Key` replays them).
     private func route(
-        _ router: inout Router, _ method: String, _ pattern: String, idempotent: Bool = false,
+        _ router: inout Router, _ method: String, _ pattern: String,
+        writing handler: @escaping @Sendable (Call) throws -> TransactionStep
+    ) {
+        let idempotency = self.idempotency
+        route(&router, method, pattern) { call in
+            let written = try idempotency.perform(call.request, scope: call.caller.idempotencyScope, now: call.now) {
+                try handler(call)
+            }
+            written.afterCommit()
+            return written.response
+        }
+    }
+
+    private func route(
+        _ router: inout Router, _ method: String, _ pattern: String,
         _ handler: @escaping @Sendable (Call) throws -> HTTPResponse
     ) {
         let service = self
         router.add(method, pattern) { request in
-            var response = service.respond(to: request, idempotent: idempotent, handler)
+            var response = service.respond(to: request, handler)
             // API answers carry keys, tracking tokens and customers' data: no cache may keep them.
             if !response.headers.contains(where: { $0.0 == "Cache-Control" }) {
                 response.headers.append(("Cache-Control", "no-store"))
@@ -201,17 +227,11 @@ public struct DeliveryService: Sendable {
     }
 
     /// Authenticates, runs the handler, and turns every failure into its error response.
-    private func respond(
-        to request: HTTPRequest, idempotent: Bool, _ handler: (Call) throws -> HTTPResponse
-    ) -> HTTPResponse {
+    private func respond(to request: HTTPRequest, _ handler: (Call) throws -> HTTPResponse) -> HTTPResponse {
         do {
             let now = clock()
             let caller = try authenticate(request, now: now)
-            let call = Call(request: request, caller: caller, now: now)
-            guard idempotent else { return try handler(call) }
-            return try idempotency.perform(request, scope: caller.idempotencyScope, now: call.now) {
-                try handler(call)
-            }
+            return try handler(Call(request: request, caller: caller, now: now))
         } catch let error as APIError {
             return error.response
         } catch let error as StorageError {

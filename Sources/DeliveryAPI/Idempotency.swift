@@ -37,11 +37,14 @@ final class Idempotency: Sendable {
         self.sealingKey = sealingKey
     }
 
-    /// Runs `body` once per key; a request without the header just runs.
+    /// Runs the write that `prepare` makes ready once per key: a request without the header just runs
+    /// it; with the header, a replay is answered before `prepare` (from a read, without taking the
+    /// write lock), and otherwise the key is claimed, and the answer kept, in the write's transaction.
     func perform(
-        _ request: HTTPRequest, scope: String, now: Date, _ body: () throws -> HTTPResponse
-    ) throws -> HTTPResponse {
-        guard let key = request.header(Self.headerName) else { return try body() }
+        _ request: HTTPRequest, scope: String, now: Date,
+        _ prepare: () throws -> DeliveryService.TransactionStep
+    ) throws -> DeliveryService.Written {
+        guard let key = request.header(Self.headerName) else { return try store.write(try prepare()) }
         guard Self.isWellFormed(key) else {
             throw APIError.badRequest("Idempotency-Key must be 1 to \(Self.maximumKeyLength) visible ASCII characters")
         }
@@ -53,29 +56,29 @@ final class Idempotency: Sendable {
         let requestHash = SHA256.hexDigest(fingerprint)
         let context = Array((scope + "\u{1F}" + key + "\u{1F}" + requestHash).utf8)
 
-        // A retry of a finished request is answered from a read, without taking the write lock.
         if let stored = try store.idempotentResponse(principal: scope, key: key, now: now) {
-            return try replay(stored, requestHash: requestHash, context: context)
+            return DeliveryService.Written(response: try replay(stored, requestHash: requestHash, context: context))
         }
-        let (store, lifetime, sealingKey) = (self.store, self.lifetime, self.sealingKey)
-        return try store.atomically {
-            let claim = try store.claimIdempotencyKey(
+        let step = try prepare()
+        return try store.write { transaction in
+            let claim = try transaction.claimIdempotencyKey(
                 principal: scope, key: key, requestHash: requestHash, expiresAt: now.addingTimeInterval(lifetime),
                 now: now)
             if case .taken(let stored) = claim {
-                return try replay(stored, requestHash: requestHash, context: context)
+                return DeliveryService.Written(response: try replay(stored, requestHash: requestHash, context: context))
             }
-            let response = try body()
+            let written = try step(transaction)
+            let response = written.response
             if (200..<300).contains(response.status) {
-                try store.saveIdempotentResponse(
+                try transaction.saveIdempotentResponse(
                     principal: scope, key: key,
                     response: IdempotentResponse(
                         requestHash: requestHash, status: response.status,
                         body: try sealingKey.seal(response.body, context: context)))
             } else {
-                try store.releaseIdempotencyKey(principal: scope, key: key)
+                try transaction.releaseIdempotencyKey(principal: scope, key: key)
             }
-            return response
+            return written
         }
     }
 

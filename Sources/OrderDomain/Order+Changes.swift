@@ -141,8 +141,9 @@ extension Order {
         }
     }
 
-    /// - Throws: `order_closed` once the order is delivered or cancelled: the ride is over.
-    public func checkOpenForPositions() throws(OrderError) {
+    /// - Throws: `order_closed` once the order is delivered or cancelled: the ride is over, and a new
+    ///   Live Activity would have nothing to show.
+    public func checkOpen() throws(OrderError) {
         guard !status.isTerminal else {
             throw OrderError(.orderClosed, "order is \(status.rawValue)", currentStatus: status)
         }

@@ -7,72 +7,6 @@ extension Database {
         last_sent_status, last_sent_fingerprint, last_sent_timestamp
         """
 
-    /// Registers an activity's push token; a new token for the same activity replaces the old one.
-    ///
-    /// A re-registration keeps the activity's start time (its 8-hour lifetime runs from the first one)
-    /// and stamps `registeredAt`, so that an older 410 cannot remove the new token. Every registration
-    /// queues one push in the same transaction: the pusher sends the order's current state unless it
-    /// equals what the activity shows (`shown`, or what was last sent to it), so a status that changed
-    /// between a push-to-start and the app's registration reaches the phone at once.
-    /// - Parameters:
-    ///   - shown: what the app says the activity shows now; `nil` keeps what was last sent (nothing,
-    ///     for a new activity: its first push then carries the current state).
-    ///   - liveLimit: live activities the order may have; a new one past it throws `StorageError`
-    ///     `limitReached`.
-    /// - Throws: `OrderError` `not_found` for a missing order, `order_closed` for a delivered or
-    ///   cancelled one (checked in the same transaction, so no token slips in after the end), as they
-    ///   are; else `StorageError`.
-    public func registerActivity(
-        orderID: String, activityID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
-        shown: ShownState?, liveLimit: Int = .max, now: Date, requestID: String? = nil
-    ) throws -> ActivityRegistration {
-        try writeConnectionPassingThrough { connection in
-            let status = try connection.cached("SELECT status FROM orders WHERE id = ?").firstRow([.text(orderID)]) {
-                OrderStatus(rawValue: $0.text(0) ?? "")
-            }
-            guard let status else { throw OrderError(.notFound, "order not found") }
-            if let status, status.isTerminal {
-                throw OrderError(.orderClosed, "order is \(status.rawValue)", currentStatus: status)
-            }
-            let previous = try Self.activity(orderID: orderID, activityID: activityID, connection)
-            if previous?.endedAt != nil || previous == nil {
-                let live =
-                    try connection.cached(
-                        "SELECT count(*) FROM activities WHERE order_id = ? AND ended_at IS NULL"
-                    ).firstRow([.text(orderID)]) { Int($0.int(0) ?? 0) } ?? 0
-                if live >= liveLimit { throw LimitReached(what: "live activities per order", limit: liveLimit) }
-            }
-            try connection.cached(
-                """
-                INSERT INTO activities (order_id, activity_id, push_token, environment, bundle_id, started_at, registered_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (order_id, activity_id) DO UPDATE SET
-                    push_token = excluded.push_token, environment = excluded.environment,
-                    bundle_id = excluded.bundle_id, registered_at = excluded.registered_at,
-                    ended_at = NULL, ended_reason = NULL
-                """
-            ).run([
-                .text(orderID), .text(activityID), .text(pushToken), .text(environment.rawValue), .text(bundleID),
-                .integer(now.storageMilliseconds), .integer(now.storageMilliseconds),
-            ])
-            if let shown {
-                try connection.cached(
-                    """
-                    UPDATE activities SET last_sent_status = ?, last_sent_fingerprint = ?
-                    WHERE order_id = ? AND activity_id = ?
-                    """
-                ).run([.text(shown.status.rawValue), .text(shown.fingerprint), .text(orderID), .text(activityID)])
-            }
-            try Self.enqueue(
-                orderID: orderID, eventID: nil, target: .activity(activityID: activityID), now: now,
-                requestID: requestID, connection)
-            guard let record = try Self.activity(orderID: orderID, activityID: activityID, connection) else {
-                throw StorageError("activity \(activityID) vanished after registration")
-            }
-            return ActivityRegistration(record: record, rotated: previous != nil, queuedPushes: 1)
-        }
-    }
-
     /// Ends an activity: no more pushes, its token is dropped and its pending rows are superseded.
     /// - Parameters:
     ///   - reason: why (`user`, `ended`, `Unregistered`, `BadDeviceToken`, `expired`, …), kept for metrics.
@@ -140,39 +74,6 @@ extension Database {
             try connection.cached(
                 "SELECT \(Self.activityColumns) FROM activities WHERE order_id = ? AND ended_at IS NULL ORDER BY activity_id"
             ).rows([.text(orderID)], Self.decodeActivity)
-        }
-    }
-
-    /// Stores a device's push-to-start token under its merchant and customer; a new token for the same
-    /// device replaces the old one (and the credential it came with).
-    /// - Parameter deviceLimit: devices the customer may have; a new one past it throws `LimitReached`.
-    public func registerPushToStart(
-        _ device: DeviceKey, credentialID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
-        deviceLimit: Int = .max, now: Date
-    ) throws(StorageError) {
-        try writeConnection { connection in
-            if try Self.pushToStart(device, connection) == nil {
-                let devices =
-                    try connection.cached(
-                        "SELECT count(*) FROM push_to_start_tokens WHERE merchant_id = ? AND customer_id = ?"
-                    ).firstRow([.text(device.merchantID), .text(device.customerID)]) { Int($0.int(0) ?? 0) } ?? 0
-                if devices >= deviceLimit {
-                    throw LimitReached(what: "push-to-start devices per customer", limit: deviceLimit)
-                }
-            }
-            try connection.cached(
-                """
-                INSERT INTO push_to_start_tokens (merchant_id, customer_id, device_id, credential_id, push_token,
-                    environment, bundle_id, registered_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (merchant_id, customer_id, device_id) DO UPDATE SET push_token = excluded.push_token,
-                    credential_id = excluded.credential_id, environment = excluded.environment,
-                    bundle_id = excluded.bundle_id, registered_at = excluded.registered_at
-                """
-            ).run([
-                .text(device.merchantID), .text(device.customerID), .text(device.deviceID), .text(credentialID),
-                .text(pushToken), .text(environment.rawValue), .text(bundleID), .integer(now.storageMilliseconds),
-            ])
         }
     }
 

@@ -20,39 +20,6 @@ extension Database {
         "INSERT INTO orders (\(orderColumns), tracking_token_hash) VALUES ("
         + Array(repeating: "?", count: orderColumns.split(separator: ",").count + 1).joined(separator: ", ") + ")"
 
-    /// Stores a new order with its `created` event, and queues a `start` push for every push-to-start
-    /// device of the merchant's customer, in one transaction.
-    ///
-    /// The same merchant and number again returns the stored order and writes nothing.
-    /// - Parameter requestID: the HTTP request behind the order, kept with its event and pushes.
-    public func createOrder(
-        _ order: Order, event: OrderEvent, trackingTokenHash: String?, now: Date, requestID: String? = nil
-    ) throws(StorageError) -> CreateOrderResult {
-        try writeConnection { connection in
-            if let existing = try connection.cached(
-                "SELECT \(Self.orderColumns) FROM orders WHERE merchant_id = ? AND number = ?"
-            )
-            .firstRow([.text(order.merchantID), .text(order.number)], Self.decodeOrder) {
-                return .existing(existing)
-            }
-            try connection.cached(Self.insertOrder).run(
-                Self.encode(order) + [trackingTokenHash.map(SQLiteValue.text) ?? .null])
-            let eventID = try Self.insert(event, requestID: requestID, connection)
-            // Only this merchant's devices of this customer: customer ids are the merchant's own names.
-            let devices = try connection.cached(
-                "SELECT device_id FROM push_to_start_tokens WHERE merchant_id = ? AND customer_id = ?"
-            ).rows([.text(order.merchantID), .text(order.customer.id)]) { $0.text(0) ?? "" }
-            for device in devices {
-                try Self.enqueue(
-                    orderID: order.id, eventID: eventID,
-                    target: .start(customerID: order.customer.id, deviceID: device),
-                    now: now, requestID: requestID, connection
-                )
-            }
-            return .created(order, eventID: eventID, queuedStarts: devices.count)
-        }
-    }
-
     /// Reads an order, private fields included.
     public func order(id: String) throws(StorageError) -> Order? {
         try order(id: id, includingItems: true)

@@ -128,27 +128,6 @@ extension Database {
         }
     }
 
-    /// Puts dead letters back in the queue (all of them when `ids` is `nil`); returns how many.
-    public func replayDeadLetters(ids: [Int64]?, now: Date) throws(StorageError) -> Int {
-        try writeConnection { connection in
-            let millis = now.storageMilliseconds
-            if let ids {
-                var replayed = 0
-                for id in ids {
-                    try connection.cached(
-                        "UPDATE outbox SET state = 'pending', due_at = ?, attempts = 0, updated_at = ? WHERE id = ? AND state = 'dead'"
-                    ).run([.integer(millis), .integer(millis), .integer(id)])
-                    replayed += connection.changes
-                }
-                return replayed
-            }
-            try connection.cached(
-                "UPDATE outbox SET state = 'pending', due_at = ?, attempts = 0, updated_at = ? WHERE state = 'dead'"
-            ).run([.integer(millis), .integer(millis)])
-            return connection.changes
-        }
-    }
-
     /// Appends one APNs attempt to the push log.
     public func logPush(_ attempt: PushAttempt) throws(StorageError) {
         try writeConnection { connection in try Self.insertPushLog(attempt, connection) }

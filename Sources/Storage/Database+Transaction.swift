@@ -5,13 +5,21 @@ extension Database {
     /// Runs `body` in one write transaction and returns its value once the transaction committed.
     ///
     /// Writes of concurrent callers share one commit (group commit, see `GroupCommitter`), each in
-    /// its own savepoint, so a body that throws undoes only its own writes. Called inside
-    /// `atomically`, it joins that transaction.
+    /// its own savepoint, so a body that throws undoes only its own writes.
     /// - Throws: what `body` threw, as it is (an `OrderError` refusal stays one), or `StorageError`.
     public func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
         try writeConnectionPassingThrough { connection in
             try body(SQLiteTransaction(connection: connection))
         }
+    }
+
+    /// `write` for a caller that must not block a thread while its commit waits: `completion` gets
+    /// the outcome once the transaction that holds the write committed or failed.
+    public func write<T: Sendable>(
+        _ body: @escaping @Sendable (any StoreTransaction) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        writeConnection({ connection in try body(SQLiteTransaction(connection: connection)) }, completion: completion)
     }
 }
 
@@ -58,6 +66,183 @@ struct SQLiteTransaction: StoreTransaction {
                     requestID: requestID, connection)
             }
             return activities.count
+        }
+    }
+
+    func createOrder(
+        _ order: Order, event: OrderEvent, trackingTokenHash: String?, now: Date, requestID: String?
+    ) throws(StorageError) -> CreateOrderResult {
+        try sqlite {
+            try connection.cached(Database.insertOrder + " ON CONFLICT (merchant_id, number) DO NOTHING").run(
+                Database.encode(order) + [trackingTokenHash.map(SQLiteValue.text) ?? .null])
+            guard connection.changes == 1 else {
+                let existing = try connection.cached(
+                    "SELECT \(Database.orderColumns) FROM orders WHERE merchant_id = ? AND number = ?"
+                ).firstRow([.text(order.merchantID), .text(order.number)], Database.decodeOrder)
+                guard let existing else { throw StorageError("order \(order.number) neither inserted nor found") }
+                return .existing(existing)
+            }
+            let eventID = try Database.insert(event, requestID: requestID, connection)
+            // Only this merchant's devices of this customer: customer ids are the merchant's own names.
+            let devices = try connection.cached(
+                "SELECT device_id FROM push_to_start_tokens WHERE merchant_id = ? AND customer_id = ?"
+            ).rows([.text(order.merchantID), .text(order.customer.id)]) { $0.text(0) ?? "" }
+            for device in devices {
+                try Database.enqueue(
+                    orderID: order.id, eventID: eventID,
+                    target: .start(customerID: order.customer.id, deviceID: device),
+                    now: now, requestID: requestID, connection
+                )
+            }
+            return .created(order, eventID: eventID, queuedStarts: devices.count)
+        }
+    }
+
+    func registerActivity(
+        orderID: String, activityID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
+        shown: ShownState?, liveLimit: Int, now: Date, requestID: String?
+    ) throws(StorageError) -> ActivityRegistration {
+        try sqlite {
+            let previous = try Database.activity(orderID: orderID, activityID: activityID, connection)
+            if previous?.endedAt != nil || previous == nil {
+                let live =
+                    try connection.cached(
+                        "SELECT count(*) FROM activities WHERE order_id = ? AND ended_at IS NULL"
+                    ).firstRow([.text(orderID)]) { Int($0.int(0) ?? 0) } ?? 0
+                if live >= liveLimit { throw LimitReached(what: "live activities per order", limit: liveLimit) }
+            }
+            try connection.cached(
+                """
+                INSERT INTO activities (order_id, activity_id, push_token, environment, bundle_id, started_at, registered_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (order_id, activity_id) DO UPDATE SET
+                    push_token = excluded.push_token, environment = excluded.environment,
+                    bundle_id = excluded.bundle_id, registered_at = excluded.registered_at,
+                    ended_at = NULL, ended_reason = NULL
+                """
+            ).run([
+                .text(orderID), .text(activityID), .text(pushToken), .text(environment.rawValue), .text(bundleID),
+                .integer(now.storageMilliseconds), .integer(now.storageMilliseconds),
+            ])
+            if let shown {
+                try connection.cached(
+                    """
+                    UPDATE activities SET last_sent_status = ?, last_sent_fingerprint = ?
+                    WHERE order_id = ? AND activity_id = ?
+                    """
+                ).run([.text(shown.status.rawValue), .text(shown.fingerprint), .text(orderID), .text(activityID)])
+            }
+            try Database.enqueue(
+                orderID: orderID, eventID: nil, target: .activity(activityID: activityID), now: now,
+                requestID: requestID, connection)
+            guard let record = try Database.activity(orderID: orderID, activityID: activityID, connection) else {
+                throw StorageError("activity \(activityID) vanished after registration")
+            }
+            return ActivityRegistration(record: record, rotated: previous != nil, queuedPushes: 1)
+        }
+    }
+
+    func registerPushToStart(
+        _ device: DeviceKey, credentialID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
+        deviceLimit: Int, now: Date
+    ) throws(StorageError) {
+        try sqlite {
+            if try Database.pushToStart(device, connection) == nil {
+                let devices =
+                    try connection.cached(
+                        "SELECT count(*) FROM push_to_start_tokens WHERE merchant_id = ? AND customer_id = ?"
+                    ).firstRow([.text(device.merchantID), .text(device.customerID)]) { Int($0.int(0) ?? 0) } ?? 0
+                if devices >= deviceLimit {
+                    throw LimitReached(what: "push-to-start devices per customer", limit: deviceLimit)
+                }
+            }
+            try connection.cached(
+                """
+                INSERT INTO push_to_start_tokens (merchant_id, customer_id, device_id, credential_id, push_token,
+                    environment, bundle_id, registered_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (merchant_id, customer_id, device_id) DO UPDATE SET push_token = excluded.push_token,
+                    credential_id = excluded.credential_id, environment = excluded.environment,
+                    bundle_id = excluded.bundle_id, registered_at = excluded.registered_at
+                """
+            ).run([
+                .text(device.merchantID), .text(device.customerID), .text(device.deviceID), .text(credentialID),
+                .text(pushToken), .text(environment.rawValue), .text(bundleID), .integer(now.storageMilliseconds),
+            ])
+        }
+    }
+
+    func replayDeadLetters(ids: [Int64]?, now: Date) throws(StorageError) -> Int {
+        try sqlite {
+            let millis = now.storageMilliseconds
+            if let ids {
+                var replayed = 0
+                for id in ids {
+                    try connection.cached(
+                        "UPDATE outbox SET state = 'pending', due_at = ?, attempts = 0, updated_at = ? WHERE id = ? AND state = 'dead'"
+                    ).run([.integer(millis), .integer(millis), .integer(id)])
+                    replayed += connection.changes
+                }
+                return replayed
+            }
+            try connection.cached(
+                "UPDATE outbox SET state = 'pending', due_at = ?, attempts = 0, updated_at = ? WHERE state = 'dead'"
+            ).run([.integer(millis), .integer(millis)])
+            return connection.changes
+        }
+    }
+
+    func claimIdempotencyKey(principal: String, key: String, requestHash: String, expiresAt: Date, now: Date)
+        throws(StorageError) -> IdempotencyClaim
+    {
+        try sqlite {
+            try connection.cached(
+                """
+                INSERT INTO idempotency_keys (principal, key, request_hash, response_code, response_body, expires_at)
+                VALUES (?, ?, ?, 0, x'', ?)
+                ON CONFLICT (principal, key) DO UPDATE SET request_hash = excluded.request_hash,
+                    response_code = 0, response_body = x'', expires_at = excluded.expires_at
+                WHERE idempotency_keys.expires_at < ?
+                """
+            ).run([
+                .text(principal), .text(key), .text(requestHash), .integer(expiresAt.storageMilliseconds),
+                .integer(now.storageMilliseconds),
+            ])
+            if connection.changes > 0 { return .claimed }
+            let holder = try connection.cached(
+                "SELECT request_hash, response_code, response_body FROM idempotency_keys WHERE principal = ? AND key = ?"
+            ).firstRow([.text(principal), .text(key)]) { row in
+                IdempotentResponse(
+                    requestHash: row.text(0) ?? "", status: Int(row.int(1) ?? 500), body: row.blob(2) ?? [])
+            }
+            guard let holder else { throw StorageError("idempotency key \(key) neither inserted nor found") }
+            return .taken(holder)
+        }
+    }
+
+    func saveIdempotentResponse(principal: String, key: String, response: IdempotentResponse)
+        throws(StorageError)
+    {
+        try sqlite {
+            try connection.cached(
+                """
+                UPDATE idempotency_keys SET response_code = ?, response_body = ?
+                WHERE principal = ? AND key = ? AND request_hash = ?
+                """
+            ).run([
+                .integer(Int64(response.status)), .blob(response.body), .text(principal), .text(key),
+                .text(response.requestHash),
+            ])
+            guard connection.changes == 1 else {
+                throw StorageError("idempotency key \(key) was not claimed by this request")
+            }
+        }
+    }
+
+    func releaseIdempotencyKey(principal: String, key: String) throws(StorageError) {
+        try sqlite {
+            try connection.cached("DELETE FROM idempotency_keys WHERE principal = ? AND key = ? AND response_code = 0")
+                .run([.text(principal), .text(key)])
         }
     }
 

@@ -12,14 +12,16 @@ public final class Database: Sendable {
     private let readers: [LockedConnection]
     private let checkpointer: LockedConnection
     private let nextReader = Atomic<Int>(0)
-    private let committer = GroupCommitter()
+    private let committer: GroupCommitter
     public let configuration: StorageConfiguration
 
     private init(
         writer: SQLiteConnection, readers: [SQLiteConnection], checkpointer: SQLiteConnection,
         configuration: StorageConfiguration
     ) {
-        self.writer = LockedConnection(writer)
+        let writer = LockedConnection(writer)
+        self.writer = writer
+        self.committer = GroupCommitter { work in writer.withConnection(work) }
         self.checkpointer = LockedConnection(checkpointer)
         var guarded: [LockedConnection] = []
         for reader in readers { guarded.append(LockedConnection(reader)) }
@@ -127,8 +129,7 @@ public final class Database: Sendable {
     }
 
     /// Runs `body` in a write transaction, shared with concurrent callers' writes (see
-    /// `GroupCommitter`); its value is returned only after that transaction's COMMIT. Called from
-    /// inside `atomically`, it joins that transaction instead (in a savepoint of its own).
+    /// `GroupCommitter`); its value is returned only after that transaction's COMMIT.
     func writeConnection<T>(_ body: (SQLiteConnection) throws -> T) throws(StorageError) -> T {
         do {
             return try writeConnectionPassingThrough(body)
@@ -137,83 +138,22 @@ public final class Database: Sendable {
         }
     }
 
-    /// `write`, for a body that may refuse with an error of its caller's (an `OrderError`): that
-    /// error passes through as it is; SQLite's become `StorageError`.
+    /// `writeConnection`, for a body that may refuse with an error of its caller's (an `OrderError`):
+    /// that error passes through as it is; SQLite's become `StorageError`.
     func writeConnectionPassingThrough<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
-        let outcome: Result<T, any Error>
-        if let ambient = AmbientWrite.current, ambient.database == ObjectIdentifier(self) {
-            outcome = Self.nested(body, on: ambient.connection)
-        } else {
-            outcome = submit(body, ambient: false)
-        }
-        do {
-            return try outcome.get()
-        } catch let error as LimitReached {
-            throw StorageError(limit: error)
-        } catch let error as SQLiteError {
-            throw StorageError(sqlite: error)
-        }
-    }
-
-    /// Runs `body` so that every write of this store it makes commits in one transaction, or none
-    /// does: for a change and the record of its idempotency key, which must not be parted by a crash.
-    ///
-    /// `body` runs on the thread that leads the group commit, with the writer connection; reads it
-    /// makes go to reader connections and see what was committed before. Its errors come back as thrown.
-    public func atomically<T>(_ body: () throws -> T) throws -> T {
-        let outcome: Result<T, any Error> = submit({ _ in try body() }, ambient: true)
-        return try outcome.get()
-    }
-
-    /// Hands `body` to the group commit; with `ambient`, store writes that `body` makes join it (a
-    /// plain write's body never makes any, so it skips the binding on the hot path).
-    private func submit<T>(_ body: (SQLiteConnection) throws -> T, ambient bindsAmbient: Bool) -> Result<T, any Error> {
-        withoutActuallyEscaping(body) { body in
+        try withoutActuallyEscaping(body) { body in
             let box = OutcomeBox<T>()
-            let database = ObjectIdentifier(self)
-            let pending = PendingWrite(
-                body: { connection in
-                    do {
-                        if bindsAmbient {
-                            let ambient = AmbientWrite(database: database, connection: connection)
-                            box.outcome = .success(
-                                try AmbientWrite.$current.withValue(ambient) { try body(connection) })
-                        } else {
-                            box.outcome = .success(try body(connection))
-                        }
-                        return nil
-                    } catch {
-                        box.outcome = .failure(error)
-                        return error
-                    }
-                },
-                onFailure: { error in box.outcome = .failure(error) }
-            )
-            committer.submit(pending) { work in writer.withConnection(work) }
-            return box.outcome ?? .failure(StorageError("the write was never run"))
+            committer.submit(box.pendingWrite(body))
+            return try box.result.get()
         }
     }
 
-    /// A write inside another: its own savepoint, so that a refusal undoes it alone.
-    private static func nested<T>(_ body: (SQLiteConnection) throws -> T, on connection: SQLiteConnection)
-        -> Result<T, any Error>
-    {
-        do {
-            try connection.cached("SAVEPOINT nested_write").run([])
-        } catch {
-            return .failure(error)
-        }
-        do {
-            let value = try body(connection)
-            try connection.cached("RELEASE nested_write").run([])
-            return .success(value)
-        } catch {
-            if !connection.isAutocommit {
-                try? connection.cached("ROLLBACK TO nested_write").run([])
-                try? connection.cached("RELEASE nested_write").run([])
-            }
-            return .failure(error)
-        }
+    /// `writeConnectionPassingThrough` without waiting: `completion` gets the outcome after the commit.
+    func writeConnection<T>(
+        _ body: @escaping (SQLiteConnection) throws -> T, completion: @escaping (Result<T, any Error>) -> Void
+    ) {
+        let box = OutcomeBox<T>()
+        committer.submit(box.pendingWrite(body) { completion(box.result) })
     }
 
     /// Writes per commit so far: how much the group commit saves.
@@ -239,26 +179,38 @@ public final class Database: Sendable {
 /// Where a write's outcome waits for its caller.
 ///
 /// - Note: `@unchecked Sendable` is sound: the leader thread writes `outcome` while the caller is
-///   blocked on its turn, and the caller reads it after the semaphore signalled.
-/// The write transaction that a write body runs in, so that store writes made from inside it (by
-/// `atomically`'s body) join it rather than wait for a group commit that waits for them.
-///
-/// - Note: `@unchecked Sendable` is sound: it is bound only for the duration of one write body, on
-///   the thread that runs that body and owns the writer connection meanwhile; nothing else sees it.
-final class AmbientWrite: @unchecked Sendable {
-    @TaskLocal static var current: AmbientWrite?
-
-    let database: ObjectIdentifier
-    let connection: SQLiteConnection
-
-    init(database: ObjectIdentifier, connection: SQLiteConnection) {
-        self.database = database
-        self.connection = connection
-    }
-}
-
+///   blocked on its turn (or before it calls the completion), and the caller reads it after.
 private final class OutcomeBox<T>: @unchecked Sendable {
-    var outcome: Result<T, any Error>?
+    private var outcome: Result<T, any Error>?
+
+    /// The write that runs `body` and keeps what it returned or threw here.
+    func pendingWrite(_ body: @escaping (SQLiteConnection) throws -> T, completion: (() -> Void)? = nil)
+        -> PendingWrite
+    {
+        PendingWrite(
+            body: { connection in
+                do {
+                    self.outcome = .success(try body(connection))
+                    return nil
+                } catch {
+                    self.outcome = .failure(error)
+                    return error
+                }
+            },
+            onFailure: { error in self.outcome = .failure(error) },
+            completion: completion)
+    }
+
+    /// The outcome, with SQLite's errors and caps as `StorageError`; the body's own errors as they are.
+    var result: Result<T, any Error> {
+        switch outcome {
+        case .success(let value): .success(value)
+        case .failure(let error as LimitReached): .failure(StorageError(limit: error))
+        case .failure(let error as SQLiteError): .failure(StorageError(sqlite: error))
+        case .failure(let error): .failure(error)
+        case nil: .failure(StorageError("the write was never run"))
+        }
+    }
 }
 
 /// A connection and the lock that gives one caller at a time its use.

@@ -12,8 +12,6 @@ public import OrderDomain
 /// The contract every backend must keep is `StoreContractTests`, parameterised by backend.
 public protocol DeliveryStore: Sendable {
     // Orders and their history.
-    func createOrder(_ order: Order, event: OrderEvent, trackingTokenHash: String?, now: Date, requestID: String?)
-        throws(StorageError) -> CreateOrderResult
     func order(id: String) throws(StorageError) -> Order?
     func order(id: String, includingItems: Bool) throws(StorageError) -> Order?
     func openOrders(merchantID: String, riderID: String, limit: Int) throws(StorageError) -> [Order]
@@ -25,25 +23,22 @@ public protocol DeliveryStore: Sendable {
     /// transaction committed. What `body` throws comes back as it is; the store's failures are
     /// `StorageError`.
     func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T
+    /// `write` without a thread blocked while the commit waits: `completion` gets the outcome once the
+    /// transaction committed or failed (on a thread of the store's).
+    func write<T: Sendable>(
+        _ body: @escaping @Sendable (any StoreTransaction) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void)
     func events(orderID: String) throws(StorageError) -> [OrderEvent]
     func orderCountsByStatus() throws(StorageError) -> [OrderStatus: Int]
     func orderIDs(matching text: String, limit: Int) throws(StorageError) -> [String]
     func openOrderCountsByMerchant(limit: Int) throws(StorageError) -> [MerchantOpenOrders]
 
     // Activities and push-to-start tokens.
-    func registerActivity(
-        orderID: String, activityID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
-        shown: ShownState?, liveLimit: Int, now: Date, requestID: String?
-    ) throws -> ActivityRegistration
     @discardableResult
     func endActivity(orderID: String, activityID: String, reason: String, now: Date, onlyIfRegisteredBefore: Date?)
         throws(StorageError) -> Bool
     func activity(orderID: String, activityID: String) throws(StorageError) -> ActivityRecord?
     func liveActivities(orderID: String) throws(StorageError) -> [ActivityRecord]
-    func registerPushToStart(
-        _ device: DeviceKey, credentialID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
-        deviceLimit: Int, now: Date
-    ) throws(StorageError)
     @discardableResult
     func removePushToStart(_ device: DeviceKey) throws(StorageError) -> Bool
     func pushToStart(_ device: DeviceKey) throws(StorageError) -> PushToStartRecord?
@@ -64,7 +59,6 @@ public protocol DeliveryStore: Sendable {
     func extendLeases(owner: String, until: Date) throws(StorageError) -> Int
     func outboxDepth() throws(StorageError) -> (count: Int, oldestDue: Date?)
     func deadLetters(limit: Int) throws(StorageError) -> [DeadLetter]
-    func replayDeadLetters(ids: [Int64]?, now: Date) throws(StorageError) -> Int
     func pushLog(orderID: String) throws(StorageError) -> [PushAttempt]
     func recentPushFailures(limit: Int) throws(StorageError) -> [PushAttempt]
     func deadLetterCount() throws(StorageError) -> Int
@@ -79,13 +73,6 @@ public protocol DeliveryStore: Sendable {
     @discardableResult
     func revokeAPIKey(id: String, now: Date) throws(StorageError) -> Bool
     func idempotentResponse(principal: String, key: String, now: Date) throws(StorageError) -> IdempotentResponse?
-    func claimIdempotencyKey(principal: String, key: String, requestHash: String, expiresAt: Date, now: Date)
-        throws(StorageError) -> IdempotencyClaim
-    func saveIdempotentResponse(principal: String, key: String, response: IdempotentResponse) throws(StorageError)
-    func releaseIdempotencyKey(principal: String, key: String) throws(StorageError)
-
-    /// Runs `body` so that all the writes it makes through this store commit together or not at all.
-    func atomically<T>(_ body: () throws -> T) throws -> T
 
     // Maintenance. (What only SQLite has, backups, checkpoints and commit statistics, is on `Database`.)
     func prune(now: Date, policy: RetentionPolicy) throws(StorageError) -> PruneReport
@@ -94,3 +81,62 @@ public protocol DeliveryStore: Sendable {
 }
 
 extension Database: DeliveryStore {}
+
+/// Writes of one step, each in a transaction of its own, for callers that have nothing else to write
+/// with them.
+extension DeliveryStore {
+    /// `write` for a body whose only failures are the store's.
+    public func writing<T>(_ body: (any StoreTransaction) throws(StorageError) -> T) throws(StorageError) -> T {
+        do {
+            return try write { transaction in try body(transaction) }
+        } catch {
+            throw StorageError(error, context: "write failed")
+        }
+    }
+
+    /// `write` for a task: it is suspended, not blocking its thread, while the commit waits.
+    public func write<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            write(body) { result in continuation.resume(with: result) }
+        }
+    }
+
+    /// See `StoreTransaction.createOrder`.
+    public func createOrder(
+        _ order: Order, event: OrderEvent, trackingTokenHash: String?, now: Date, requestID: String? = nil
+    ) throws(StorageError) -> CreateOrderResult {
+        try writing { transaction throws(StorageError) in
+            try transaction.createOrder(
+                order, event: event, trackingTokenHash: trackingTokenHash, now: now, requestID: requestID)
+        }
+    }
+
+    /// See `StoreTransaction.registerActivity`; the caller has checked that the order is open.
+    public func registerActivity(
+        orderID: String, activityID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
+        shown: ShownState?, liveLimit: Int = .max, now: Date, requestID: String? = nil
+    ) throws(StorageError) -> ActivityRegistration {
+        try writing { transaction throws(StorageError) in
+            try transaction.registerActivity(
+                orderID: orderID, activityID: activityID, pushToken: pushToken, environment: environment,
+                bundleID: bundleID, shown: shown, liveLimit: liveLimit, now: now, requestID: requestID)
+        }
+    }
+
+    /// See `StoreTransaction.registerPushToStart`.
+    public func registerPushToStart(
+        _ device: DeviceKey, credentialID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
+        deviceLimit: Int = .max, now: Date
+    ) throws(StorageError) {
+        try writing { transaction throws(StorageError) in
+            try transaction.registerPushToStart(
+                device, credentialID: credentialID, pushToken: pushToken, environment: environment,
+                bundleID: bundleID, deviceLimit: deviceLimit, now: now)
+        }
+    }
+
+    /// See `StoreTransaction.replayDeadLetters`.
+    public func replayDeadLetters(ids: [Int64]?, now: Date) throws(StorageError) -> Int {
+        try writing { transaction throws(StorageError) in try transaction.replayDeadLetters(ids: ids, now: now) }
+    }
+}

@@ -20,40 +20,69 @@ final class GroupCommitter: Sendable {
     }
 
     private let queue = Mutex(Queue())
+    /// Lends the writer connection to one group's transaction.
+    private let withConnection: @Sendable (_ work: (SQLiteConnection) -> Void) -> Void
+    /// Where groups run when no caller waits to lead them: writes submitted with a completion lend
+    /// no thread of their own.
+    private let leaderQueue = DispatchQueue(label: "deliveryd.storage.group-commit")
     /// Group sizes, for the storage metrics.
     let statistics = GroupCommitStatistics()
 
-    /// Runs `work` in a shared write transaction on `connection` (taken with `withConnection`);
-    /// returns once the transaction that holds it committed or failed.
-    func submit(_ write: PendingWrite, withConnection: (@escaping (SQLiteConnection) -> Void) -> Void) {
+    init(withConnection: @escaping @Sendable (_ work: (SQLiteConnection) -> Void) -> Void) {
+        self.withConnection = withConnection
+    }
+
+    /// Runs `write` in a shared write transaction. A write that waits returns once the transaction
+    /// that holds it committed or failed; one with a completion returns at once, and its completion
+    /// is called then.
+    func submit(_ write: PendingWrite) {
         let leads = queue.withLock { queue in
             queue.waiting.append(write)
             if queue.leaderActive { return false }
             queue.leaderActive = true
             return true
         }
-        if !leads {
-            write.waitForTurn()
-            guard write.mustLead else { return }
+        if leads {
+            if write.waits { lead(write) } else { leaderQueue.async { self.lead(nil) } }
+            return
         }
-        let group = queue.withLock { queue in
-            let count = min(queue.waiting.count, Self.maxGroupSize)
-            let group = Array(queue.waiting.prefix(count))
-            queue.waiting.removeFirst(count)
-            return group
-        }
-        withConnection { connection in Self.run(group, on: connection) }
-        statistics.record(groupSize: group.count)
-        let nextLeader = queue.withLock { queue -> PendingWrite? in
-            guard let next = queue.waiting.first else {
-                queue.leaderActive = false
-                return nil
+        guard write.waits else { return }
+        write.waitForTurn()
+        if write.mustLead { lead(write) }
+    }
+
+    /// Runs the queued writes' groups, `own`'s first. A caller's thread leads only the group that
+    /// holds its own write: the next group goes to the next waiting caller, or to `leaderQueue` when
+    /// that write has no thread waiting.
+    private func lead(_ own: PendingWrite?) {
+        while true {
+            let group = queue.withLock { queue in
+                let count = min(queue.waiting.count, Self.maxGroupSize)
+                let group = Array(queue.waiting.prefix(count))
+                queue.waiting.removeFirst(count)
+                return group
             }
-            next.mustLead = true
-            return next
+            withConnection { connection in Self.run(group, on: connection) }
+            statistics.record(groupSize: group.count)
+            let next = queue.withLock { queue -> PendingWrite? in
+                guard let next = queue.waiting.first else {
+                    queue.leaderActive = false
+                    return nil
+                }
+                if next.waits { next.mustLead = true }
+                return next
+            }
+            for member in group where member !== own { member.finishTurn() }
+            guard let next else { return }
+            if next.waits {
+                next.finishTurn()
+                return
+            }
+            if own != nil {
+                leaderQueue.async { self.lead(nil) }
+                return
+            }
         }
-        for member in group where member !== write { member.finishTurn() }
-        nextLeader?.finishTurn()
     }
 
     /// One transaction for `group`: a savepoint per write, one COMMIT for all.
@@ -95,25 +124,35 @@ final class GroupCommitter: Sendable {
     }
 }
 
-/// One caller's write waiting for its group: the work, its outcome, and the turn it waits for.
+/// One caller's write waiting for its group: the work, its outcome, and how its caller learns it.
 ///
 /// - Note: `@unchecked Sendable` is sound: the submitting thread blocks in `waitForTurn` (or runs the
 ///   group itself) while the leader touches `run`, `fail` and `failure`; the semaphore hands the
-///   object from one thread to the other and back, so no two threads use it at once. `mustLead` is
-///   written under the queue's lock before the semaphore is signalled, and read after the wait.
+///   object from one thread to the other and back, so no two threads use it at once. A write with a
+///   completion is touched by the leader alone once submitted. `mustLead` is written under the
+///   queue's lock before the semaphore is signalled, and read after the wait.
 final class PendingWrite: @unchecked Sendable {
     /// The caller's body, returning what it threw. Dropped as soon as it ran or the write failed, so
-    /// the leader never keeps the caller's (non-escaping) closure past the caller's wait.
+    /// the leader never keeps a waiting caller's (non-escaping) closure past the caller's wait.
     private var body: ((SQLiteConnection) -> (any Error)?)?
     private let onFailure: (any Error) -> Void
+    /// For a write whose caller does not wait: called once its transaction committed or failed.
+    private let completion: (() -> Void)?
     private let turn = DispatchSemaphore(value: 0)
     private(set) var failure: (any Error)?
     var mustLead = false
 
-    init(body: @escaping (SQLiteConnection) -> (any Error)?, onFailure: @escaping (any Error) -> Void) {
+    init(
+        body: @escaping (SQLiteConnection) -> (any Error)?, onFailure: @escaping (any Error) -> Void,
+        completion: (() -> Void)? = nil
+    ) {
         self.body = body
         self.onFailure = onFailure
+        self.completion = completion
     }
+
+    /// Whether a thread waits in `waitForTurn` for this write.
+    var waits: Bool { completion == nil }
 
     /// Runs the caller's body; false when it threw (its error is then in `failure`).
     func run(_ connection: SQLiteConnection) -> Bool {
@@ -130,7 +169,11 @@ final class PendingWrite: @unchecked Sendable {
     }
 
     func waitForTurn() { turn.wait() }
-    func finishTurn() { turn.signal() }
+
+    /// The write's transaction is over (or, for a waiting caller, its turn to lead has come).
+    func finishTurn() {
+        if let completion { completion() } else { turn.signal() }
+    }
 }
 
 /// How many writes each commit carried, read by the metrics.

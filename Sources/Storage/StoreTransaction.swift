@@ -26,6 +26,55 @@ public protocol StoreTransaction {
     /// - Returns: how many were queued.
     func queueActivityPushes(orderID: String, eventID: Int64?, now: Date, requestID: String?)
         throws(StorageError) -> Int
+
+    /// Stores a new order with its `created` event, and queues a `start` push for every push-to-start
+    /// device of the merchant's customer. The same merchant and number again returns the stored
+    /// order and writes nothing (a unique key on both decides, not a read before the insert).
+    func createOrder(_ order: Order, event: OrderEvent, trackingTokenHash: String?, now: Date, requestID: String?)
+        throws(StorageError) -> CreateOrderResult
+
+    /// Registers an activity's push token of an order the caller locked and found open; a new token
+    /// for the same activity replaces the old one.
+    ///
+    /// A re-registration keeps the activity's start time (its 8-hour lifetime runs from the first one)
+    /// and stamps `registeredAt`, so that an older 410 cannot remove the new token. Every registration
+    /// queues one push: the pusher sends the order's current state unless it equals what the activity
+    /// shows (`shown`, or what was last sent to it), so a status that changed between a push-to-start
+    /// and the app's registration reaches the phone at once.
+    /// - Parameters:
+    ///   - shown: what the app says the activity shows now; `nil` keeps what was last sent (nothing,
+    ///     for a new activity: its first push then carries the current state).
+    ///   - liveLimit: live activities the order may have; a new one past it throws `limitReached`
+    ///     (the order's lock serializes registrations of one order, so the count holds).
+    func registerActivity(
+        orderID: String, activityID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
+        shown: ShownState?, liveLimit: Int, now: Date, requestID: String?
+    ) throws(StorageError) -> ActivityRegistration
+
+    /// Stores a device's push-to-start token under its merchant and customer; a new token for the same
+    /// device replaces the old one (and the credential it came with).
+    /// - Parameter deviceLimit: devices the customer may have; a new one past it throws `limitReached`.
+    func registerPushToStart(
+        _ device: DeviceKey, credentialID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
+        deviceLimit: Int, now: Date
+    ) throws(StorageError)
+
+    /// Puts dead letters back in the queue (all of them when `ids` is `nil`); returns how many.
+    func replayDeadLetters(ids: [Int64]?, now: Date) throws(StorageError) -> Int
+
+    /// Takes an idempotency key for the request about to run in this transaction, or returns the
+    /// record that holds it. The guard is the table's primary key, not state in one process: a
+    /// conditional insert that only an expired record gives way to, so two requests with one key, on
+    /// one node or two, are serialized by the database and the second replays the first. A body that
+    /// throws rolls the claim back with its change.
+    func claimIdempotencyKey(principal: String, key: String, requestHash: String, expiresAt: Date, now: Date)
+        throws(StorageError) -> IdempotencyClaim
+
+    /// Keeps the response of the request that claimed `key`, committed with its change.
+    func saveIdempotentResponse(principal: String, key: String, response: IdempotentResponse) throws(StorageError)
+
+    /// Gives up a claimed key without a response to keep (the request was refused): a retry runs anew.
+    func releaseIdempotencyKey(principal: String, key: String) throws(StorageError)
 }
 
 extension StoreTransaction {

@@ -33,7 +33,7 @@ struct TwoNodeTests {
         let holder = try Database.open(StorageConfiguration(dataDirectory: api.directory))
         let (locked, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
         let holding = Thread {
-            _ = try? holder.atomically {
+            _ = try? holder.write { _ in
                 locked.signal()
                 release.wait()
             }

@@ -170,7 +170,7 @@ struct RideTests {
         #expect(throws: OrderError(.forbidden, "")) { try order.checkPositionAllowed(for: .merchant(id: "m-1")) }
         #expect(throws: OrderError(.forbidden, "")) { try order.checkPositionAllowed(for: .admin) }
         #expect(throws: OrderError(.orderClosed, "")) {
-            try Fixtures.order(status: .delivered).checkOpenForPositions()
+            try Fixtures.order(status: .delivered).checkOpen()
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import OrderDomain
 import Storage
+import Synchronization
 import TestSupport
 import Testing
 
@@ -116,5 +117,95 @@ struct StoreContractTests {
         }
         #expect(try stores[1].events(orderID: order.id).count == 41)
         #expect(try stores[1].order(id: order.id)?.estimatedArrival == order.estimatedArrival.addingTimeInterval(2400))
+    }
+
+    /// The write that blocks no thread: 48 tasks change one order's ETA at once and each gets its
+    /// own committed outcome; a body that throws comes back unwrapped and leaves nothing.
+    @Test(arguments: StoreBackend.all)
+    func asyncWritesCommitAndRefuseLikeTheOthers(backend: StoreBackend) async throws {
+        let place = Place()
+        let store = try backend.open(place.path)
+        let order = try Self.seeded(store)
+        let eventIDs = try await withThrowingTaskGroup(of: Int64?.self) { group in
+            for _ in 0..<48 {
+                group.addTask {
+                    try await store.write { transaction in
+                        let current = try #require(try transaction.lockOrder(id: order.id))
+                        let later = current.estimatedArrival.addingTimeInterval(60)
+                        let outcome = try current.changingEstimatedArrival(to: later, by: .admin, at: StoreFixtures.t0)
+                        return try transaction.record(outcome, now: StoreFixtures.t0, requestID: nil).eventID
+                    }
+                }
+            }
+            return try await group.reduce(into: Set<Int64>()) { ids, id in if let id { ids.insert(id) } }
+        }
+        #expect(eventIDs.count == 48, "every write its own event")
+        #expect(try store.events(orderID: order.id).count == 49)
+        #expect(try store.order(id: order.id)?.estimatedArrival == order.estimatedArrival.addingTimeInterval(48 * 60))
+
+        await #expect(throws: OrderError(.illegalTransition, "")) {
+            try await store.write { transaction in
+                let current = try #require(try transaction.lockOrder(id: order.id))
+                let outcome = try current.applying(StatusChange(status: .preparing), by: .admin, at: StoreFixtures.t0)
+                _ = try transaction.record(outcome, now: StoreFixtures.t0, requestID: nil)
+                throw OrderError(.illegalTransition, "refused after writing")
+            }
+        }
+        #expect(try store.order(id: order.id)?.status == .placed)
+        #expect(try store.events(orderID: order.id).count == 49)
+    }
+
+    /// An order number is taken once, by the database's unique key: twelve creates of one number
+    /// through two handles store one order, and the others get it back as `existing`.
+    @Test(arguments: StoreBackend.all)
+    func oneOrderPerNumberAcrossHandles(backend: StoreBackend) throws {
+        let place = Place()
+        let stores = [try backend.open(place.path), try backend.open(place.path)]
+        let created = Mutex(0)
+        let existing = Mutex<Set<String>>([])
+        DispatchQueue.concurrentPerform(iterations: 12) { index in
+            guard let (order, event) = try? StoreFixtures.newOrder(id: "o-\(index)") else { return }
+            switch try? stores[index % 2].createOrder(
+                order, event: event, trackingTokenHash: nil, now: StoreFixtures.t0)
+            {
+            case .created?: created.withLock { $0 += 1 }
+            case .existing(let stored)?: _ = existing.withLock { $0.insert(stored.id) }
+            case nil: break
+            }
+        }
+        #expect(created.withLock { $0 } == 1)
+        #expect(existing.withLock { $0 }.count == 1, "the eleven others all see the one stored order")
+        #expect(try stores[1].orderCountsByStatus()[.placed] == 1)
+    }
+
+    /// An idempotency key is claimed in the write that uses it: the claim commits with the answer, a
+    /// second claim (through another handle) sees that answer, and a body that throws frees the key.
+    @Test(arguments: StoreBackend.all)
+    func idempotencyKeysAreClaimedWithTheirWrite(backend: StoreBackend) throws {
+        let place = Place()
+        let stores = [try backend.open(place.path), try backend.open(place.path)]
+        let expires = StoreFixtures.t0.addingTimeInterval(3600)
+        func claim(_ store: any DeliveryStore, _ key: String) throws -> IdempotencyClaim {
+            try store.write { transaction in
+                try transaction.claimIdempotencyKey(
+                    principal: "p", key: key, requestHash: "h", expiresAt: expires, now: StoreFixtures.t0)
+            }
+        }
+        #expect(throws: OrderError(.illegalTransition, "")) {
+            try stores[0].write { transaction in
+                _ = try transaction.claimIdempotencyKey(
+                    principal: "p", key: "k", requestHash: "h", expiresAt: expires, now: StoreFixtures.t0)
+                throw OrderError(.illegalTransition, "refused")
+            }
+        }
+        let answer = IdempotentResponse(requestHash: "h", status: 201, body: Array("sealed".utf8))
+        try stores[0].write { transaction in
+            #expect(
+                try transaction.claimIdempotencyKey(
+                    principal: "p", key: "k", requestHash: "h", expiresAt: expires, now: StoreFixtures.t0) == .claimed)
+            try transaction.saveIdempotentResponse(principal: "p", key: "k", response: answer)
+        }
+        #expect(try claim(stores[1], "k") == .taken(answer))
+        #expect(try stores[1].idempotentResponse(principal: "p", key: "k", now: StoreFixtures.t0) == answer)
     }
 }
