@@ -7,50 +7,8 @@ import Storage
 ///
 /// This is the single place where errors become HTTP statuses; equality compares code and status.
 public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The stable codes of `docs/openapi.yaml`; clients switch on these.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private enum Base: String, Sendable {
-            case badRequest = "bad_request"
-            case invalidJSON = "invalid_json"
-            case validationFailed = "validation_failed"
-            case unauthorized
-            case forbidden
-            case notFound = "not_found"
-            case methodNotAllowed = "method_not_allowed"
-            case conflict
-            case illegalTransition = "illegal_transition"
-            case orderClosed = "order_closed"
-            case idempotencyMismatch = "idempotency_mismatch"
-            case payloadTooLarge = "payload_too_large"
-            case unsupportedMediaType = "unsupported_media_type"
-            case rateLimited = "rate_limited"
-            case notReady = "not_ready"
-            case `internal`
-        }
-
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-
-        public static let badRequest = Code(.badRequest)
-        public static let invalidJSON = Code(.invalidJSON)
-        public static let validationFailed = Code(.validationFailed)
-        public static let unauthorized = Code(.unauthorized)
-        public static let forbidden = Code(.forbidden)
-        public static let notFound = Code(.notFound)
-        public static let methodNotAllowed = Code(.methodNotAllowed)
-        public static let conflict = Code(.conflict)
-        public static let illegalTransition = Code(.illegalTransition)
-        public static let orderClosed = Code(.orderClosed)
-        public static let idempotencyMismatch = Code(.idempotencyMismatch)
-        public static let payloadTooLarge = Code(.payloadTooLarge)
-        public static let unsupportedMediaType = Code(.unsupportedMediaType)
-        public static let rateLimited = Code(.rateLimited)
-        public static let notReady = Code(.notReady)
-        public static let `internal` = Code(.internal)
-
-        public var rawValue: String { base.rawValue }
-        public var description: String { base.rawValue }
-    }
+    /// The stable codes of `docs/openapi.yaml`, shared with the HTTP layer's own refusals.
+    public typealias Code = ErrorCode
 
     public let status: Int
     public let code: Code

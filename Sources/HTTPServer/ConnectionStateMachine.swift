@@ -137,7 +137,7 @@ struct ConnectionStateMachine {
             if now - started > timeouts.request {
                 inFlight = InFlight(method: "-", path: "-", started: started)
                 respond(
-                    ResponseWriter.error(408, code: "request_timeout", message: "request not completed in time"),
+                    ResponseWriter.error(408, code: .requestTimeout, message: "request not completed in time"),
                     keepAlive: false, includeBody: true, now: now, into: &actions)
                 actions.append(.stopReading)
                 beginClosing(into: &actions)
@@ -185,7 +185,7 @@ struct ConnectionStateMachine {
                 inFlight = InFlight(method: "-", path: "-", started: requestStarted ?? now)
                 respond(
                     ResponseWriter.error(
-                        error.status, code: ResponseWriter.errorCode(for: error.status), message: error.reason),
+                        error.status, code: .forRefusal(status: error.status), message: error.reason),
                     keepAlive: false, includeBody: true, now: now, into: &actions)
                 actions.append(.stopReading)
                 beginClosing(into: &actions)

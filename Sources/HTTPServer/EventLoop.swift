@@ -314,11 +314,11 @@ final class EventLoop {
         switch router.resolve(method: request.method, path: request.path) {
         case .notFound:
             connection.machine.handlerFinished(
-                ResponseWriter.error(404, code: "not_found", message: "no such resource"), now: now, into: &actions)
+                ResponseWriter.error(404, code: .notFound, message: "no such resource"), now: now, into: &actions)
         case .methodNotAllowed(let allow):
             connection.machine.handlerFinished(
                 ResponseWriter.error(
-                    405, code: "method_not_allowed", message: "method not allowed on this resource",
+                    405, code: .methodNotAllowed, message: "method not allowed on this resource",
                     extraHeaders: [("Allow", allow.joined(separator: ", "))]), now: now, into: &actions)
         case .found(let handler, let parameters, let execution, let route):
             connection.machine.inFlight?.route = route

@@ -47,25 +47,14 @@ enum ResponseWriter {
     }
 
     /// An error answer in the service's JSON shape.
-    static func error(_ status: Int, code: String, message: String, extraHeaders: [(String, String)] = [])
+    static func error(_ status: Int, code: ErrorCode, message: String, extraHeaders: [(String, String)] = [])
         -> HTTPResponse
     {
-        let body = #"{"error":{"code":"# + Logger.quoted(code) + #","message":"# + Logger.quoted(message) + "}}"
+        let body =
+            #"{"error":{"code":"# + Logger.quoted(code.rawValue) + #","message":"# + Logger.quoted(message) + "}}"
         return HTTPResponse(
             status: status, headers: [("Content-Type", "application/json")] + extraHeaders, body: Array(body.utf8)
         )
-    }
-
-    static func errorCode(for status: Int) -> String {
-        switch status {
-        case 408: "request_timeout"
-        case 413: "payload_too_large"
-        case 414: "uri_too_long"
-        case 417: "expectation_failed"
-        case 431: "headers_too_large"
-        case 505: "http_version_not_supported"
-        default: "bad_request"
-        }
     }
 
     /// The IMF-fixdate of `seconds` since 1970 (`Tue, 01 Dec 2026 10:00:00 GMT`).

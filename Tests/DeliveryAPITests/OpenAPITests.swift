@@ -27,4 +27,9 @@ struct OpenAPITests {
             #expect(missing.isEmpty, "\(name) does not document \(missing.sorted())")
         }
     }
+
+    /// The document's error codes are the service's one table, the HTTP layer's refusals included.
+    @Test func documentedErrorCodesAreTheTable() throws {
+        #expect(try OpenAPIOperations.errorCodes() == ErrorCode.all.map(\.rawValue))
+    }
 }

@@ -70,4 +70,16 @@ package enum OpenAPIOperations {
         }
         return operations
     }
+
+    /// The `enum` of the `Error` schema's `code`: every error code the document promises.
+    package static func errorCodes() throws -> [String] {
+        let text = try String(contentsOf: documentURL, encoding: .utf8)
+        guard let schema = text.range(of: "    Error:\n"),
+            let list = text.range(of: "enum: [", range: schema.upperBound..<text.endIndex),
+            let end = text.range(of: "]", range: list.upperBound..<text.endIndex)
+        else { return [] }
+        return text[list.upperBound..<end.lowerBound].split(separator: ",").map {
+            $0.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+    }
 }
