@@ -102,14 +102,14 @@ let package = Package(
         ),
         .executableTarget(
             name: "storage-bench",
-            dependencies: ["OrderDomain", "Storage"],
+            dependencies: ["OrderDomain", "Storage", "TestSupport"],
             path: "bench/storage",
             swiftSettings: strictSettings
         ),
 
         .executableTarget(
             name: "pusher-bench",
-            dependencies: ["Cryptography", "OrderDomain", "Pusher", "Storage", "Telemetry"],
+            dependencies: ["Cryptography", "OrderDomain", "Pusher", "Storage", "Telemetry", "TestSupport"],
             path: "bench/pusher",
             swiftSettings: strictSettings
         ),

@@ -71,21 +71,6 @@ extension Database {
         }
     }
 
-    /// The push was accepted: the row is done.
-    public func markSent(_ id: Int64, now: Date) throws(StorageError) {
-        try finish(id, state: "sent", error: nil, now: now)
-    }
-
-    /// The push can never be delivered as it is: keep it as a dead letter with its reason.
-    public func markDead(_ id: Int64, reason: String, now: Date) throws(StorageError) {
-        try finish(id, state: "dead", error: reason, now: now)
-    }
-
-    /// Tries again at `at`, unless a newer row for the same target was queued meanwhile (then it is superseded).
-    public func scheduleRetry(_ id: Int64, at: Date, error: String, now: Date) throws(StorageError) {
-        try writeConnection { connection in try Self.scheduleRetry(id, at: at, error: error, now: now, connection) }
-    }
-
     static func scheduleRetry(_ id: Int64, at: Date, error: String, now: Date, _ connection: SQLiteConnection) throws {
         try connection.cached(
             """
@@ -128,11 +113,6 @@ extension Database {
         }
     }
 
-    /// Appends one APNs attempt to the push log.
-    public func logPush(_ attempt: PushAttempt) throws(StorageError) {
-        try writeConnection { connection in try Self.insertPushLog(attempt, connection) }
-    }
-
     static func insertPushLog(_ attempt: PushAttempt, _ connection: SQLiteConnection) throws {
         try connection.cached(
             """
@@ -148,19 +128,6 @@ extension Database {
             .integer(attempt.attemptedAt.storageMilliseconds), attempt.requestID.map(SQLiteValue.text) ?? .null,
             attempt.contentState.map(SQLiteValue.text) ?? .null,
         ])
-    }
-
-    /// Priority-10 pushes APNs accepted for one target since `since`: the activity's hourly budget use.
-    public func acceptedHighPriorityPushes(orderID: String, targetID: String, since: Date) throws(StorageError) -> Int {
-        try read { connection in
-            try connection.cached(
-                """
-                SELECT count(*) FROM push_log
-                WHERE order_id = ? AND target_id = ? AND priority = 10 AND http_status = 200 AND attempted_at >= ?
-                """
-            ).firstRow([.text(orderID), .text(targetID), .integer(since.storageMilliseconds)]) { Int($0.int(0) ?? 0) }
-                ?? 0
-        }
     }
 
     /// An order's push log, oldest first.
@@ -205,10 +172,6 @@ extension Database {
             attemptedAt: Date(storageMilliseconds: row.int(8) ?? 0), requestID: row.text(9),
             contentState: row.text(10)
         )
-    }
-
-    private func finish(_ id: Int64, state: String, error: String?, now: Date) throws(StorageError) {
-        try writeConnection { connection in try Self.finish(id, state: state, error: error, now: now, connection) }
     }
 
     static func finish(_ id: Int64, state: String, error: String?, now: Date, _ connection: SQLiteConnection) throws {

@@ -5,6 +5,7 @@ import OrderDomain
 import Projection
 import Storage
 import Synchronization
+import TestSupport
 import Testing
 
 @Suite("Orders over the API")
@@ -431,7 +432,7 @@ struct DeadLetterAPITests {
                 == 200)
         let claimed = try api.store.claimDue(owner: "test", now: api.now, lease: 30, limit: 10)
         try #require(claimed.count == 1)
-        try api.store.markDead(claimed[0].id, reason: "TopicDisallowed", now: api.now)
+        try api.store.markDead(claimed[0], reason: "TopicDisallowed", now: api.now)
 
         let listed = try api.send("GET", "/v1/admin/dead-letters?limit=10", as: APIHarness.adminKey)
         let letters = listed.json["deadLetters"] as? [[String: Any]] ?? []

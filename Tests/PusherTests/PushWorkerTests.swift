@@ -31,8 +31,8 @@ func queuePushes(_ count: Int, numbered prefix: String, in store: Database, at n
             estimatedArrival: now.addingTimeInterval(1800), note: nil
         ).validated(id: "o-\(index)", merchantID: "m-1", by: .admin, at: now)
     }
+    // Each registration queues the activity's first push.
     try store.bulkInsert(orders, activitiesPerOrder: 1, now: now)
-    try store.bulkQueuePushes(orderIDs: orders.map(\.0.id), now: now)
 }
 
 /// Runs `worker` batch after batch until the outbox is empty or `seconds` passed.

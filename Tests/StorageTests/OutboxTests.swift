@@ -54,7 +54,7 @@ struct OutboxTests {
         let inFlight = try #require(try database.claimDue(owner: "w", now: t, lease: 30, limit: 10).first)
         _ = try StoreFixtures.setStatus(database, "o-1", .pickup)
         #expect(try database.claimDue(owner: "w", now: t, lease: 30, limit: 10).isEmpty)
-        try database.scheduleRetry(inFlight.id, at: t.addingTimeInterval(5), error: "503", now: t)
+        try database.scheduleRetry(inFlight, at: t.addingTimeInterval(5), error: "503", now: t)
         let next = try database.claimDue(owner: "w", now: t.addingTimeInterval(10), lease: 30, limit: 10)
         #expect(next.count == 1)
         #expect(next.first?.id != inFlight.id)
@@ -68,19 +68,19 @@ struct OutboxTests {
         let t = StoreFixtures.t0
         _ = try StoreFixtures.setStatus(database, "o-1", .preparing)
         let row = try #require(try database.claimDue(owner: "w", now: t, lease: 30, limit: 1).first)
-        try database.scheduleRetry(row.id, at: t.addingTimeInterval(60), error: "429 TooManyRequests", now: t)
+        try database.scheduleRetry(row, at: t.addingTimeInterval(60), error: "429 TooManyRequests", now: t)
         #expect(try database.claimDue(owner: "w", now: t.addingTimeInterval(59), lease: 30, limit: 1).isEmpty)
         let retried = try #require(
             try database.claimDue(owner: "w", now: t.addingTimeInterval(60), lease: 30, limit: 1).first)
         #expect(retried.id == row.id)
-        try database.markDead(row.id, reason: "TopicDisallowed", now: t.addingTimeInterval(61))
+        try database.markDead(row, reason: "TopicDisallowed", now: t.addingTimeInterval(61))
         #expect(try database.deadLetters().map(\.reason) == ["TopicDisallowed"])
         #expect(try database.outboxDepth().count == 0)
         #expect(try database.replayDeadLetters(ids: nil, now: t.addingTimeInterval(70)) == 1)
         #expect(try database.deadLetters().isEmpty)
         #expect(
             try database.claimDue(owner: "w", now: t.addingTimeInterval(70), lease: 30, limit: 1).map(\.id) == [row.id])
-        try database.markSent(row.id, now: t.addingTimeInterval(71))
+        try database.markSent(row, now: t.addingTimeInterval(71))
         #expect(try database.outboxDepth().count == 0)
     }
 
@@ -121,14 +121,12 @@ struct OutboxTests {
         _ = try StoreFixtures.seed(database, activities: 2)
         let t = StoreFixtures.t0
         _ = try StoreFixtures.setStatus(database, "o-1", .preparing)
-        for row in try database.claimDue(owner: "w", now: t, lease: 30, limit: 10) {
-            try database.markSent(row.id, now: t)
-        }
-        try database.logPush(
-            PushAttempt(
+        for (index, row) in try database.claimDue(owner: "w", now: t, lease: 30, limit: 10).enumerated() {
+            let attempt = PushAttempt(
                 orderID: "o-1", targetID: "act-0", event: "update", priority: 5, httpStatus: 200, reason: nil,
                 apnsID: "id", latencyMilliseconds: 3, attemptedAt: t)
-        )
+            try database.markSent(row, now: t, attempt: index == 0 ? attempt : nil)
+        }
         try database.endActivity(orderID: "o-1", activityID: "act-1", reason: "user", now: t)
         #expect(try database.prune(now: t.addingTimeInterval(3600)) == PruneReport())
         let report = try database.prune(now: t.addingTimeInterval(31 * 86_400))
@@ -162,28 +160,34 @@ struct CheckpointTests {
 
 @Suite("Priority budget")
 struct PriorityBudgetTests {
-    /// Only accepted priority-10 pushes of that activity within the window count against its budget.
+    /// Only accepted priority-10 pushes of that activity within the window count against its budget,
+    /// as the push worker reads it (`pushBatchContext`) after recording attempts (`completePushes`).
     @Test func countsAcceptedHighPriorityPushes() throws {
         let directory = try TemporaryDirectory()
         let database = try StoreFixtures.database(directory)
-        _ = try StoreFixtures.seed(database)
+        _ = try StoreFixtures.seed(database, activities: 2)
         let t = StoreFixtures.t0
+        let registrations = try database.claimDue(owner: "w", now: t, lease: 30, limit: 10)
+        let row = try #require(registrations.first { $0.target == .activity(activityID: "act-0") })
         let attempts: [(String, Int, Int?, TimeInterval)] = [
             ("act-0", 10, 200, 0), ("act-0", 10, 200, 1800), ("act-0", 5, 200, 1900), ("act-0", 10, 429, 2000),
             ("act-0", 10, nil, 2100), ("act-1", 10, 200, 2200), ("act-0", 10, 200, -600),
         ]
         for (target, priority, status, offset) in attempts {
-            try database.logPush(
-                PushAttempt(
-                    orderID: "o-1", targetID: target, event: "update", priority: priority, httpStatus: status,
-                    reason: nil, apnsID: nil, latencyMilliseconds: 1, attemptedAt: t.addingTimeInterval(offset)
-                )
-            )
+            let attempt = PushAttempt(
+                orderID: "o-1", targetID: target, event: "update", priority: priority, httpStatus: status,
+                reason: nil, apnsID: nil, latencyMilliseconds: 1, attemptedAt: t.addingTimeInterval(offset))
+            try database.markSent(row, now: t, attempt: attempt)
         }
-        #expect(try database.acceptedHighPriorityPushes(orderID: "o-1", targetID: "act-0", since: t) == 2)
-        #expect(
-            try database.acceptedHighPriorityPushes(
-                orderID: "o-1", targetID: "act-0", since: t.addingTimeInterval(-3600)) == 3)
-        #expect(try database.acceptedHighPriorityPushes(orderID: "o-1", targetID: "act-1", since: t) == 1)
+        func budgetUse(_ activityID: String, since: Date) throws -> Int? {
+            let item = OutboxItem(
+                id: 0, orderID: "o-1", eventID: nil, target: .activity(activityID: activityID), attempts: 0, dueAt: t,
+                createdAt: t, requestID: nil)
+            return try database.pushBatchContext(for: [item], highPrioritySince: since).highPriorityPushes[
+                ActivityKey(orderID: "o-1", activityID: activityID)]
+        }
+        #expect(try budgetUse("act-0", since: t) == 2)
+        #expect(try budgetUse("act-0", since: t.addingTimeInterval(-3600)) == 3)
+        #expect(try budgetUse("act-1", since: t) == 1)
     }
 }

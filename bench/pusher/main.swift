@@ -5,6 +5,7 @@ import Pusher
 import Storage
 import Synchronization
 import Telemetry
+import TestSupport
 
 // Pushes per second through one PushWorker: outbox claim, planning from SQLite, payloads, ES256
 // provider token, HTTP/2 over TLS to a sink, and the push-log and outbox bookkeeping.
@@ -28,8 +29,8 @@ let orders = try (0..<pushCount).map { index -> (Order, OrderEvent) in
         estimatedArrival: now.addingTimeInterval(1800), note: nil
     ).validated(id: "o-\(index)", merchantID: "m-1", by: .admin, at: now)
 }
+// Each registration queues the activity's first push: the backlog the workers drain.
 try database.bulkInsert(orders, activitiesPerOrder: 1, now: now)
-try database.bulkQueuePushes(orderIDs: orders.map(\.0.id), now: now)
 
 // A throwaway ES256 key: the sink does not verify tokens, but the worker signs them as in production.
 let keyPEM = try String(contentsOfFile: arguments[4] + "/bench-key.pem", encoding: .utf8)

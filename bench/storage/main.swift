@@ -1,6 +1,7 @@
 import Foundation
 import OrderDomain
 import Storage
+import TestSupport
 
 // Status changes committed per second with N orders already in the table, each change one
 // transaction (order row, event, one outbox row per activity), as the API writes them.
@@ -36,6 +37,7 @@ while seeded < orderCount {
     try database.bulkInsert(batch, activitiesPerOrder: 1, now: now)
     seeded += batch.count
 }
+try database.drainOutbox(now: now)
 let seedSeconds = Date().timeIntervalSince(seedStart)
 let fileBytes = ((try? FileManager.default.attributesOfItem(atPath: configuration.databasePath)[.size]) as? Int) ?? 0
 let walBytes =
