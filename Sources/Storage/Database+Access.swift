@@ -109,8 +109,8 @@ extension Database {
     /// How many keys of a role are not revoked (start-up creates an admin key when there is none).
     public func activeAPIKeyCount(role: APIKeyRole) throws(StorageError) -> Int {
         try read { connection in
-            try connection.cached("SELECT count(*) FROM api_keys WHERE role = ? AND revoked_at IS NULL")
-                .firstRow([.text(role.rawValue)]) { Int($0.int(0) ?? 0) } ?? 0
+            try connection.cached("SELECT count(*) AS live FROM api_keys WHERE role = ? AND revoked_at IS NULL")
+                .firstRow([.text(role.rawValue)]) { Int(try $0.int("live")) } ?? 0
         }
     }
 
@@ -135,21 +135,24 @@ extension Database {
                 SELECT request_hash, response_code, response_body FROM idempotency_keys
                 WHERE principal = ? AND key = ? AND expires_at >= ? AND response_code != 0
                 """
-            ).firstRow([.text(principal), .text(key), .integer(now.storageMilliseconds)]) { row in
-                IdempotentResponse(
-                    requestHash: row.text(0) ?? "", status: Int(row.int(1) ?? 500), body: row.blob(2) ?? [])
-            }
+            ).firstRow(
+                [.text(principal), .text(key), .integer(now.storageMilliseconds)], Self.decodeIdempotentResponse)
         }
     }
 
     private static func decodeAPIKey(_ row: SQLiteRow) throws -> APIKeyRecord {
-        guard let role = APIKeyRole(rawValue: row.text(2) ?? "") else {
-            throw StorageError("api key \(row.text(0) ?? "?") has an unknown role \(row.text(2) ?? "")")
-        }
-        return APIKeyRecord(
-            id: row.text(0) ?? "", keyHash: row.text(1) ?? "", role: role, merchantID: row.text(3),
-            riderID: row.text(4), createdAt: Date(storageMilliseconds: row.int(5) ?? 0),
-            revokedAt: row.int(6).map(Date.init(storageMilliseconds:))
+        APIKeyRecord(
+            id: try row.text("id"), keyHash: try row.text("key_hash"), role: try row.value("role"),
+            merchantID: try row.optionalText("merchant_id"), riderID: try row.optionalText("rider_id"),
+            createdAt: Date(storageMilliseconds: try row.int("created_at")),
+            revokedAt: try row.optionalInt("revoked_at").map(Date.init(storageMilliseconds:))
         )
+    }
+
+    /// A kept answer: `request_hash`, `response_code` and `response_body` of `idempotency_keys`.
+    static func decodeIdempotentResponse(_ row: SQLiteRow) throws -> IdempotentResponse {
+        IdempotentResponse(
+            requestHash: try row.text("request_hash"), status: Int(try row.int("response_code")),
+            body: try row.blob("response_body"))
     }
 }

@@ -97,11 +97,11 @@ extension Database {
             """
         ).firstRow([.text(device.merchantID), .text(device.customerID), .text(device.deviceID)]) { row in
             PushToStartRecord(
-                merchantID: row.text(0) ?? "", customerID: row.text(1) ?? "", deviceID: row.text(2) ?? "",
-                credentialID: row.text(3) ?? "", pushToken: row.text(4) ?? "",
-                environment: PushEnvironment(rawValue: row.text(5) ?? "") ?? .production,
-                bundleID: row.text(6) ?? "",
-                registeredAt: Date(storageMilliseconds: row.int(7) ?? 0)
+                merchantID: try row.text("merchant_id"), customerID: try row.text("customer_id"),
+                deviceID: try row.text("device_id"), credentialID: try row.text("credential_id"),
+                pushToken: try row.text("push_token"), environment: try row.value("environment"),
+                bundleID: try row.text("bundle_id"),
+                registeredAt: Date(storageMilliseconds: try row.int("registered_at"))
             )
         }
     }
@@ -129,15 +129,17 @@ extension Database {
             .firstRow([.text(orderID), .text(activityID)], decodeActivity)
     }
 
-    static func decodeActivity(_ row: SQLiteRow) -> ActivityRecord {
+    static func decodeActivity(_ row: SQLiteRow) throws -> ActivityRecord {
         ActivityRecord(
-            orderID: row.text(0) ?? "", activityID: row.text(1) ?? "", pushToken: row.text(2) ?? "",
-            environment: PushEnvironment(rawValue: row.text(3) ?? "") ?? .production, bundleID: row.text(4) ?? "",
-            startedAt: Date(storageMilliseconds: row.int(5) ?? 0),
-            registeredAt: Date(storageMilliseconds: row.int(6) ?? 0),
-            endedAt: row.int(7).map(Date.init(storageMilliseconds:)), endedReason: row.text(8),
-            lastSentStatus: row.text(9).flatMap(OrderStatus.init(rawValue:)), lastSentFingerprint: row.text(10),
-            lastSentTimestamp: row.int(11).map(Date.init(storageMilliseconds:))
+            orderID: try row.text("order_id"), activityID: try row.text("activity_id"),
+            pushToken: try row.text("push_token"), environment: try row.value("environment"),
+            bundleID: try row.text("bundle_id"), startedAt: Date(storageMilliseconds: try row.int("started_at")),
+            registeredAt: Date(storageMilliseconds: try row.int("registered_at")),
+            endedAt: try row.optionalInt("ended_at").map(Date.init(storageMilliseconds:)),
+            endedReason: try row.optionalText("ended_reason"),
+            lastSentStatus: try row.optionalValue("last_sent_status"),
+            lastSentFingerprint: try row.optionalText("last_sent_fingerprint"),
+            lastSentTimestamp: try row.optionalInt("last_sent_timestamp").map(Date.init(storageMilliseconds:))
         )
     }
 }

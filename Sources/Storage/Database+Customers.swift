@@ -23,9 +23,10 @@ extension Database {
                 "SELECT \(Self.customerCredentialColumns) FROM customer_credentials WHERE id = ?"
             ).firstRow([.text(id)]) { row in
                 CustomerCredentialRecord(
-                    id: row.text(0) ?? "", keyHash: row.text(1) ?? "", merchantID: row.text(2) ?? "",
-                    customerID: row.text(3) ?? "", createdAt: Date(storageMilliseconds: row.int(4) ?? 0),
-                    revokedAt: row.int(5).map(Date.init(storageMilliseconds:)))
+                    id: try row.text("id"), keyHash: try row.text("key_hash"), merchantID: try row.text("merchant_id"),
+                    customerID: try row.text("customer_id"),
+                    createdAt: Date(storageMilliseconds: try row.int("created_at")),
+                    revokedAt: try row.optionalInt("revoked_at").map(Date.init(storageMilliseconds:)))
             }
         }
     }

@@ -54,7 +54,7 @@ extension Database {
                 SELECT a.order_id, a.activity_id FROM activities AS a JOIN orders AS o ON o.id = a.order_id
                 WHERE o.merchant_id = ? AND o.customer_id = ? AND a.ended_at IS NULL
                 """
-            ).rows([.text(merchantID), .text(customerID)]) { ($0.text(0) ?? "", $0.text(1) ?? "") }
+            ).rows([.text(merchantID), .text(customerID)]) { (try $0.text("order_id"), try $0.text("activity_id")) }
             for (orderID, activityID) in activities {
                 report.activities +=
                     try Self.endActivity(
@@ -120,7 +120,8 @@ extension Database {
     /// Runs SQLite's own consistency check; returns `ok` or the problems it found.
     public func integrityCheck() throws(StorageError) -> String {
         try read { connection in
-            try connection.cached("PRAGMA integrity_check").rows([]) { $0.text(0) ?? "" }.joined(separator: "\n")
+            try connection.cached("PRAGMA integrity_check").rows([]) { try $0.text("integrity_check") }
+                .joined(separator: "\n")
         }
     }
 }

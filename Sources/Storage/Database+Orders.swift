@@ -81,7 +81,7 @@ extension Database {
     static func liveActivityIDs(orderID: String, _ connection: SQLiteConnection) throws -> [String] {
         try connection.cached(
             "SELECT activity_id FROM activities WHERE order_id = ? AND ended_at IS NULL AND push_token != ''"
-        ).rows([.text(orderID)]) { $0.text(0) ?? "" }
+        ).rows([.text(orderID)]) { try $0.text("activity_id") }
     }
 
     /// Gives an order a new tracking token (its hash): the old token stops working with this commit.
@@ -111,10 +111,9 @@ extension Database {
                 "SELECT order_id, kind, from_status, to_status, actor, at, reason FROM order_events WHERE order_id = ? ORDER BY id"
             ).rows([.text(orderID)]) { row in
                 OrderEvent(
-                    orderID: row.text(0) ?? "", kind: OrderEvent.Kind(rawValue: row.text(1) ?? "") ?? .statusChanged,
-                    from: OrderStatus(rawValue: row.text(2) ?? "") ?? .placed,
-                    to: OrderStatus(rawValue: row.text(3) ?? "") ?? .placed, actor: row.text(4) ?? "",
-                    at: Date(storageMilliseconds: row.int(5) ?? 0), reason: row.text(6)
+                    orderID: try row.text("order_id"), kind: try row.value("kind"), from: try row.value("from_status"),
+                    to: try row.value("to_status"), actor: try row.text("actor"),
+                    at: Date(storageMilliseconds: try row.int("at")), reason: try row.optionalText("reason")
                 )
             }
         }
@@ -124,10 +123,10 @@ extension Database {
     public func orderCountsByStatus() throws(StorageError) -> [OrderStatus: Int] {
         try read { connection in
             var counts: [OrderStatus: Int] = [:]
-            let rows = try connection.cached("SELECT status, count(*) FROM orders GROUP BY status").rows([]) { row in
-                (OrderStatus(rawValue: row.text(0) ?? ""), Int(row.int(1) ?? 0))
+            let rows = try connection.cached("SELECT status, count(*) AS total FROM orders GROUP BY status").rows([]) {
+                row in (try row.value("status", as: OrderStatus.self), Int(try row.int("total")))
             }
-            for case (let status?, let count) in rows { counts[status] = count }
+            for (status, count) in rows { counts[status] = count }
             return counts
         }
     }
@@ -147,9 +146,10 @@ extension Database {
                 """
             ).rows([]) { row in
                 OpenOrderAge(
-                    status: OrderStatus(rawValue: row.text(0) ?? "") ?? .placed, orderID: row.text(1) ?? "",
-                    merchantID: row.text(2) ?? "", number: row.text(3) ?? "",
-                    since: Date(storageMilliseconds: row.int(4) ?? 0), count: Int(row.int(5) ?? 0)
+                    status: try row.value("status"), orderID: try row.text("id"),
+                    merchantID: try row.text("merchant_id"),
+                    number: try row.text("number"), since: Date(storageMilliseconds: try row.int("updated_at")),
+                    count: Int(try row.int("total"))
                 )
             }
         }
@@ -161,7 +161,7 @@ extension Database {
         try read { connection in
             try connection.cached(
                 "SELECT id FROM orders WHERE id = ?1 OR number = ?1 ORDER BY created_at DESC, id LIMIT ?2"
-            ).rows([.text(text), .integer(Int64(limit))]) { $0.text(0) ?? "" }
+            ).rows([.text(text), .integer(Int64(limit))]) { try $0.text("id") }
         }
     }
 
@@ -170,12 +170,12 @@ extension Database {
         try read { connection in
             try connection.cached(
                 """
-                SELECT merchant_id, count(*) FROM orders
+                SELECT merchant_id, count(*) AS open FROM orders
                 WHERE status IN ('placed', 'preparing', 'pickup', 'delivering')
                 GROUP BY merchant_id ORDER BY count(*) DESC, merchant_id LIMIT ?
                 """
             ).rows([.integer(Int64(limit))]) { row in
-                MerchantOpenOrders(merchantID: row.text(0) ?? "", openOrders: Int(row.int(1) ?? 0))
+                MerchantOpenOrders(merchantID: try row.text("merchant_id"), openOrders: Int(try row.int("open")))
             }
         }
     }
@@ -254,32 +254,42 @@ extension Database {
     ///   pusher's projection): decoding the items' JSON is most of the cost of reading an order.
     static func decodeOrder(_ row: SQLiteRow, withItems: Bool) throws -> Order {
         let items =
-            withItems ? try JSONDecoder().decode([StoredItem].self, from: Data((row.text(4) ?? "[]").utf8)) : []
-        guard let status = OrderStatus(rawValue: row.text(14) ?? "") else {
-            throw StorageError("order \(row.text(0) ?? "?") has an unknown status \(row.text(14) ?? "")")
+            withItems ? try JSONDecoder().decode([StoredItem].self, from: Data(try row.text("items_json").utf8)) : []
+        let id = try row.text("id")
+        let statusText = try row.text("status")
+        guard let status = OrderStatus(rawValue: statusText) else {
+            throw StorageError("order \(id) has an unknown status \(statusText)")
+        }
+        let destination = try row.optionalDouble("destination_latitude").map { latitude in
+            Coordinate(latitude: latitude, longitude: try row.double("destination_longitude"))
+        }
+        let tracking = try row.optionalInt("ride_position_at").map { at in
+            DeliveryTracking(
+                positionAt: Date(storageMilliseconds: at),
+                remainingDistance: try row.optionalDouble("ride_remaining_m"),
+                initialDistance: try row.optionalDouble("ride_initial_m"),
+                estimatedArrival: try row.optionalInt("ride_eta").map(Date.init(storageMilliseconds:)))
         }
         return Order(
-            id: row.text(0) ?? "", merchantID: row.text(1) ?? "", number: row.text(2) ?? "",
-            merchantName: row.text(3) ?? "",
+            id: id, merchantID: try row.text("merchant_id"), number: try row.text("number"),
+            merchantName: try row.text("merchant_name"),
             items: items.map { LineItem(name: $0.name, quantity: $0.quantity, price: $0.price) },
             customer: Customer(
-                id: row.text(5) ?? "", name: row.text(6) ?? "", phone: row.text(7) ?? "", locale: row.text(8) ?? "en"),
-            address: row.text(9) ?? "",
-            payment: Payment(method: row.text(10) ?? "", brand: row.text(11), last4: row.text(12)),
-            note: row.text(13), status: status, cancelledAt: row.text(15).flatMap(OrderStatus.init(rawValue:)),
-            estimatedArrival: Date(storageMilliseconds: row.int(16) ?? 0),
-            rider: row.text(17).map { Rider(id: $0, name: row.text(18) ?? "", phone: row.text(19)) },
-            createdAt: Date(storageMilliseconds: row.int(20) ?? 0),
-            updatedAt: Date(storageMilliseconds: row.int(21) ?? 0),
-            destination: row.double(22).flatMap { latitude in
-                row.double(23).map { Coordinate(latitude: latitude, longitude: $0) }
+                id: try row.text("customer_id"), name: try row.text("customer_name"),
+                phone: try row.text("customer_phone"), locale: try row.text("customer_locale")),
+            address: try row.text("address"),
+            payment: Payment(
+                method: try row.text("payment_method"), brand: try row.optionalText("payment_brand"),
+                last4: try row.optionalText("payment_last4")),
+            note: try row.optionalText("note"), status: status,
+            cancelledAt: try row.optionalText("cancelled_at_status").flatMap(OrderStatus.init(rawValue:)),
+            estimatedArrival: Date(storageMilliseconds: try row.int("estimated_arrival")),
+            rider: try row.optionalText("rider_id").map { riderID in
+                Rider(id: riderID, name: try row.text("rider_name"), phone: try row.optionalText("rider_phone"))
             },
-            tracking: row.int(24).map { at in
-                DeliveryTracking(
-                    positionAt: Date(storageMilliseconds: at), remainingDistance: row.double(25),
-                    initialDistance: row.double(26),
-                    estimatedArrival: row.int(27).map(Date.init(storageMilliseconds:)))
-            }
+            createdAt: Date(storageMilliseconds: try row.int("created_at")),
+            updatedAt: Date(storageMilliseconds: try row.int("updated_at")),
+            destination: destination, tracking: tracking
         )
     }
 }

@@ -61,11 +61,11 @@ extension Database {
                 .integer(millis), .integer(Int64(limit)),
             ]) { row in
                 OutboxItem(
-                    id: row.int(0) ?? 0, orderID: row.text(1) ?? "", eventID: row.int(2),
-                    target: OutboxTarget(kind: row.text(3) ?? "", targetID: row.text(4) ?? "")
-                        ?? .activity(activityID: row.text(4) ?? ""),
-                    attempts: Int(row.int(5) ?? 0), dueAt: Date(storageMilliseconds: row.int(6) ?? 0),
-                    createdAt: Date(storageMilliseconds: row.int(7) ?? 0), requestID: row.text(8)
+                    id: try row.int("id"), orderID: try row.text("order_id"), eventID: try row.optionalInt("event_id"),
+                    target: try Self.decodeTarget(row), attempts: Int(try row.int("attempts")),
+                    dueAt: Date(storageMilliseconds: try row.int("due_at")),
+                    createdAt: Date(storageMilliseconds: try row.int("created_at")),
+                    requestID: try row.optionalText("request_id")
                 )
             }.sorted { $0.id < $1.id }
         }
@@ -88,8 +88,11 @@ extension Database {
     /// Rows waiting to be sent (pending or in flight), and the due time of the oldest one.
     public func outboxDepth() throws(StorageError) -> (count: Int, oldestDue: Date?) {
         try read { connection in
-            try connection.cached("SELECT count(*), min(due_at) FROM outbox WHERE state IN ('pending', 'sending')")
-                .firstRow([]) { (Int($0.int(0) ?? 0), $0.int(1).map(Date.init(storageMilliseconds:))) } ?? (0, nil)
+            try connection.cached(
+                "SELECT count(*) AS depth, min(due_at) AS oldest FROM outbox WHERE state IN ('pending', 'sending')"
+            ).firstRow([]) {
+                (Int(try $0.int("depth")), try $0.optionalInt("oldest").map(Date.init(storageMilliseconds:)))
+            } ?? (0, nil)
         }
     }
 
@@ -98,16 +101,14 @@ extension Database {
         try read { connection in
             try connection.cached(
                 """
-                SELECT id, order_id, kind, target_id, attempts, coalesce(last_error, ''), updated_at FROM outbox
+                SELECT id, order_id, kind, target_id, attempts, coalesce(last_error, '') AS reason, updated_at FROM outbox
                 WHERE state = 'dead' ORDER BY updated_at DESC, id DESC LIMIT ?
                 """
             ).rows([.integer(Int64(limit))]) { row in
                 DeadLetter(
-                    id: row.int(0) ?? 0, orderID: row.text(1) ?? "",
-                    target: OutboxTarget(kind: row.text(2) ?? "", targetID: row.text(3) ?? "")
-                        ?? .activity(activityID: row.text(3) ?? ""),
-                    attempts: Int(row.int(4) ?? 0), reason: row.text(5) ?? "",
-                    diedAt: Date(storageMilliseconds: row.int(6) ?? 0)
+                    id: try row.int("id"), orderID: try row.text("order_id"), target: try Self.decodeTarget(row),
+                    attempts: Int(try row.int("attempts")), reason: try row.text("reason"),
+                    diedAt: Date(storageMilliseconds: try row.int("updated_at"))
                 )
             }
         }
@@ -154,8 +155,8 @@ extension Database {
     /// How many dead letters are kept.
     public func deadLetterCount() throws(StorageError) -> Int {
         try read { connection in
-            try connection.cached("SELECT count(*) FROM outbox WHERE state = 'dead'").firstRow([]) {
-                Int($0.int(0) ?? 0)
+            try connection.cached("SELECT count(*) AS dead FROM outbox WHERE state = 'dead'").firstRow([]) {
+                Int(try $0.int("dead"))
             } ?? 0
         }
     }
@@ -164,14 +165,24 @@ extension Database {
         "order_id, target_id, event, priority, http_status, reason, apns_id, latency_ms, attempted_at, request_id, "
         + "content_state"
 
-    private static func decodePushAttempt(_ row: SQLiteRow) -> PushAttempt {
+    private static func decodePushAttempt(_ row: SQLiteRow) throws -> PushAttempt {
         PushAttempt(
-            orderID: row.text(0) ?? "", targetID: row.text(1) ?? "", event: row.text(2) ?? "",
-            priority: Int(row.int(3) ?? 0), httpStatus: row.int(4).map { Int($0) }, reason: row.text(5),
-            apnsID: row.text(6), latencyMilliseconds: row.int(7).map { Int($0) },
-            attemptedAt: Date(storageMilliseconds: row.int(8) ?? 0), requestID: row.text(9),
-            contentState: row.text(10)
+            orderID: try row.text("order_id"), targetID: try row.text("target_id"), event: try row.text("event"),
+            priority: Int(try row.int("priority")), httpStatus: try row.optionalInt("http_status").map { Int($0) },
+            reason: try row.optionalText("reason"), apnsID: try row.optionalText("apns_id"),
+            latencyMilliseconds: try row.optionalInt("latency_ms").map { Int($0) },
+            attemptedAt: Date(storageMilliseconds: try row.int("attempted_at")),
+            requestID: try row.optionalText("request_id"), contentState: try row.optionalText("content_state")
         )
+    }
+
+    /// An outbox row's target from its `kind` and `target_id`; an unknown kind is thrown.
+    private static func decodeTarget(_ row: SQLiteRow) throws -> OutboxTarget {
+        let kind = try row.text("kind")
+        guard let target = OutboxTarget(kind: kind, targetID: try row.text("target_id")) else {
+            throw StorageError("outbox row \(try row.int("id")) has an unknown kind \(kind)")
+        }
+        return target
     }
 
     static func finish(_ id: Int64, state: String, error: String?, now: Date, _ connection: SQLiteConnection) throws {

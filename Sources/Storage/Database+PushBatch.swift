@@ -110,11 +110,11 @@ extension Database {
                     context.highPriorityPushes[key] =
                         try connection.cached(
                             """
-                            SELECT count(*) FROM push_log WHERE order_id = ? AND target_id = ? AND priority = 10
+                            SELECT count(*) AS accepted FROM push_log WHERE order_id = ? AND target_id = ? AND priority = 10
                                 AND http_status = 200 AND attempted_at >= ?
                             """
                         ).firstRow([.text(item.orderID), .text(activityID), .integer(since.storageMilliseconds)]) {
-                            Int($0.int(0) ?? 0)
+                            Int(try $0.int("accepted"))
                         } ?? 0
                 case .start(let customerID, let deviceID):
                     // Devices belong to the order's merchant: another merchant's device never gets its start.

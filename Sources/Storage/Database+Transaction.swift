@@ -86,7 +86,7 @@ struct SQLiteTransaction: StoreTransaction {
             // Only this merchant's devices of this customer: customer ids are the merchant's own names.
             let devices = try connection.cached(
                 "SELECT device_id FROM push_to_start_tokens WHERE merchant_id = ? AND customer_id = ?"
-            ).rows([.text(order.merchantID), .text(order.customer.id)]) { $0.text(0) ?? "" }
+            ).rows([.text(order.merchantID), .text(order.customer.id)]) { try $0.text("device_id") }
             for device in devices {
                 try Database.enqueue(
                     orderID: order.id, eventID: eventID,
@@ -107,8 +107,8 @@ struct SQLiteTransaction: StoreTransaction {
             if previous?.endedAt != nil || previous == nil {
                 let live =
                     try connection.cached(
-                        "SELECT count(*) FROM activities WHERE order_id = ? AND ended_at IS NULL"
-                    ).firstRow([.text(orderID)]) { Int($0.int(0) ?? 0) } ?? 0
+                        "SELECT count(*) AS live FROM activities WHERE order_id = ? AND ended_at IS NULL"
+                    ).firstRow([.text(orderID)]) { Int(try $0.int("live")) } ?? 0
                 if live >= liveLimit { throw LimitReached(what: "live activities per order", limit: liveLimit) }
             }
             try connection.cached(
@@ -150,8 +150,8 @@ struct SQLiteTransaction: StoreTransaction {
             if try Database.pushToStart(device, connection) == nil {
                 let devices =
                     try connection.cached(
-                        "SELECT count(*) FROM push_to_start_tokens WHERE merchant_id = ? AND customer_id = ?"
-                    ).firstRow([.text(device.merchantID), .text(device.customerID)]) { Int($0.int(0) ?? 0) } ?? 0
+                        "SELECT count(*) AS devices FROM push_to_start_tokens WHERE merchant_id = ? AND customer_id = ?"
+                    ).firstRow([.text(device.merchantID), .text(device.customerID)]) { Int(try $0.int("devices")) } ?? 0
                 if devices >= deviceLimit {
                     throw LimitReached(what: "push-to-start devices per customer", limit: deviceLimit)
                 }
@@ -211,10 +211,7 @@ struct SQLiteTransaction: StoreTransaction {
             if connection.changes > 0 { return .claimed }
             let holder = try connection.cached(
                 "SELECT request_hash, response_code, response_body FROM idempotency_keys WHERE principal = ? AND key = ?"
-            ).firstRow([.text(principal), .text(key)]) { row in
-                IdempotentResponse(
-                    requestHash: row.text(0) ?? "", status: Int(row.int(1) ?? 500), body: row.blob(2) ?? [])
-            }
+            ).firstRow([.text(principal), .text(key)], Database.decodeIdempotentResponse)
             guard let holder else { throw StorageError("idempotency key \(key) neither inserted nor found") }
             return .taken(holder)
         }

@@ -96,7 +96,9 @@ public final class Database: Sendable {
     /// The applied schema versions, oldest first.
     public func schemaVersions() throws(StorageError) -> [Int] {
         try read { connection in
-            try connection.cached("SELECT version FROM schema_migrations ORDER BY version").rows { Int($0.int(0) ?? 0) }
+            try connection.cached("SELECT version FROM schema_migrations ORDER BY version").rows {
+                Int(try $0.int("version"))
+            }
         }
     }
 
@@ -109,7 +111,7 @@ public final class Database: Sendable {
         do {
             return try checkpointer.withConnection { connection in
                 try connection.cached("PRAGMA wal_checkpoint(PASSIVE)").firstRow([]) {
-                    (Int($0.int(1) ?? 0), Int($0.int(2) ?? 0))
+                    (Int(try $0.int("log")), Int(try $0.int("checkpointed")))
                 } ?? (0, 0)
             }
         } catch {

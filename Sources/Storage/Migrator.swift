@@ -65,7 +65,8 @@ package enum Migrator {
                     version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)
                 """
             )
-            let applied = Set(try connection.cached("SELECT version FROM schema_migrations").rows { $0.int(0) ?? -1 })
+            let applied = Set(
+                try connection.cached("SELECT version FROM schema_migrations").rows { try $0.int("version") })
             let known = Set(migrations.map { Int64($0.version) })
             if let unknown = applied.subtracting(known).max(), unknown > (known.max() ?? 0) {
                 throw StorageError(

@@ -34,17 +34,20 @@ struct CrashTests {
                 .split(separator: "\n").filter { $0.hasPrefix("ack ") }
 
             let connection = try SQLiteConnection.open(StorageConfiguration(dataDirectory: directory.path))
-            #expect(try connection.cached("PRAGMA integrity_check").firstRow([]) { $0.text(0) } == "ok")
+            #expect(
+                try connection.cached("PRAGMA integrity_check").firstRow([]) { try $0.text("integrity_check") } == "ok")
             let eventQuery = try connection.cached("SELECT order_id, to_status FROM order_events WHERE id = ?")
             for line in lines {
                 let parts = line.split(separator: " ").map(String.init)
                 try #require(parts.count == 4)
                 let eventID = try #require(Int64(parts[3]))
-                let stored = try eventQuery.firstRow([.integer(eventID)]) { [$0.text(0) ?? "", $0.text(1) ?? ""] }
+                let stored = try eventQuery.firstRow([.integer(eventID)]) {
+                    [try $0.text("order_id"), try $0.text("to_status")]
+                }
                 #expect(stored == [parts[1], parts[2]], "round \(round): \(line) lost")
                 if parts[2] != "placed" {
-                    let rows = try connection.cached("SELECT count(*) FROM outbox WHERE event_id = ?")
-                        .firstRow([.integer(eventID)]) { $0.int(0) }
+                    let rows = try connection.cached("SELECT count(*) AS queued FROM outbox WHERE event_id = ?")
+                        .firstRow([.integer(eventID)]) { try $0.int("queued") }
                     #expect(rows == 2, "round \(round): outbox rows of \(line)")
                 }
             }

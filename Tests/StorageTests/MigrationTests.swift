@@ -15,7 +15,7 @@ struct MigrationTests {
         #expect(try Migrator.migrate(connection, bundled) == [1, 2, 3, 4, 5, 6, 7, 8])
         #expect(try Migrator.migrate(connection, bundled) == [])
         let tables = try connection.cached("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-            .rows([]) { $0.text(0) ?? "" }
+            .rows([]) { try $0.text("name") }
         for table in [
             "activities", "api_keys", "customer_credentials", "idempotency_keys", "order_events", "orders", "outbox",
             "push_log",
@@ -73,7 +73,7 @@ struct MigrationTests {
         }
         #expect(try Migrator.migrate(connection, bundled) == [8])
         let bound = try connection.cached("SELECT id, merchant_id FROM api_keys ORDER BY id").rows([]) {
-            "\($0.text(0) ?? "?")=\($0.text(1) ?? "none")"
+            "\(try $0.text("id"))=\(try $0.optionalText("merchant_id") ?? "none")"
         }
         #expect(bound == ["k-1=m-1", "k-2=none", "k-3=none", "k-4=m-1"])
     }
@@ -86,11 +86,15 @@ struct MigrationTests {
             Migration(version: 1, name: "0001_bad.sql", sql: "CREATE TABLE t (x); INSERT INTO nowhere VALUES (1);")
         ]
         #expect(throws: StorageError.self) { try Migrator.migrate(connection, broken) }
-        let count = try connection.cached("SELECT count(*) FROM sqlite_master WHERE name = 't'").firstRow([]) {
-            $0.int(0)
+        let count = try connection.cached("SELECT count(*) AS tables FROM sqlite_master WHERE name = 't'").firstRow([])
+        {
+            try $0.int("tables")
         }
         #expect(count == 0)
-        #expect(try connection.cached("SELECT count(*) FROM schema_migrations").firstRow([]) { $0.int(0) } == 0)
+        #expect(
+            try connection.cached("SELECT count(*) AS applied FROM schema_migrations").firstRow([]) {
+                try $0.int("applied")
+            } == 0)
     }
 
     /// A file written by a newer binary is refused with a message that says so.

@@ -1,4 +1,5 @@
 import Foundation
+import OrderDomain
 import Testing
 
 @testable import Storage
@@ -25,7 +26,7 @@ struct SQLiteConnectionTests {
 
         let reopened = try SQLiteConnection.open(configuration)
         let rows = try reopened.cached("SELECT id, body, weight, raw FROM note").rows { row in
-            [row[0], row[1], row[2], row[3]]
+            [try row["id"], try row["body"], try row["weight"], try row["raw"]]
         }
         #expect(rows == [[.integer(1), .text("héllo, wörld ✓"), .real(2.5), .blob([0, 1, 254, 255])]])
         #expect(try reopened.journalMode() == "wal")
@@ -44,8 +45,25 @@ struct SQLiteConnectionTests {
             }
         }
         #expect(connection.isAutocommit)
-        let names = try connection.cached("SELECT name FROM item ORDER BY name").rows { $0.text(0) }
+        let names = try connection.cached("SELECT name FROM item ORDER BY name").rows { try $0.text("name") }
         #expect(names == ["a"])
+    }
+
+    /// Rows are read by column name: a column the query lacks, a NULL where a value is required, a
+    /// value of another type and an unknown raw value are thrown, never read as an empty value.
+    @Test func rowsAreReadByNameAndRefuseWhatTheyDoNotHold() throws {
+        let directory = try TemporaryDirectory()
+        let connection = try SQLiteConnection.open(StorageConfiguration(dataDirectory: directory.path))
+        try connection.execute("CREATE TABLE item (name TEXT, count INTEGER, status TEXT)")
+        try connection.cached("INSERT INTO item VALUES (?, ?, ?)").run([.text("a"), .null, .text("delivered")])
+        let query = try connection.cached("SELECT name, count AS total, status FROM item")
+        #expect(try query.firstRow { try $0.text("name") } == "a")
+        #expect(try query.firstRow { try $0.value("status", as: OrderStatus.self) } == .delivered)
+        #expect(try query.firstRow { try $0.optionalInt("total") } == .some(nil))
+        #expect(throws: StorageError.self) { try query.firstRow { try $0.int("total") } }
+        #expect(throws: StorageError.self) { try query.firstRow { try $0.int("count") } }
+        #expect(throws: StorageError.self) { try query.firstRow { try $0.int("name") } }
+        #expect(throws: StorageError.self) { try query.firstRow { try $0.value("name", as: OrderStatus.self) } }
     }
 
     /// Constraint violations surface as `SQLiteError` with SQLite's code and message.

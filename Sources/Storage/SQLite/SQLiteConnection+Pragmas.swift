@@ -23,6 +23,6 @@ extension SQLiteConnection {
 
     /// The journal mode SQLite reports (`wal` once WAL is on).
     package func journalMode() throws -> String {
-        try cached("PRAGMA journal_mode").firstRow { $0.text(0) ?? "" } ?? ""
+        try cached("PRAGMA journal_mode").firstRow { try $0.text("journal_mode") } ?? ""
     }
 }

@@ -95,6 +95,18 @@ package final class SQLiteStatement {
         return try step() ? transform(SQLiteRow(statement: self)) : nil
     }
 
+    /// The result columns by name (as the query names them, `AS` included), read once per statement:
+    /// statements are cached, so rows read by name pay a dictionary lookup, not a scan.
+    fileprivate lazy var columnIndexes: [String: Int32] = {
+        var indexes: [String: Int32] = [:]
+        for index in 0..<sqlite3_column_count(handle) {
+            if let name = sqlite3_column_name(handle, index) {
+                indexes[String(cString: name)] = index
+            }
+        }
+        return indexes
+    }()
+
     fileprivate func columnValue(_ index: Int32) -> SQLiteValue {
         switch sqlite3_column_type(handle, index) {
         case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, index))
@@ -115,34 +127,84 @@ package final class SQLiteStatement {
 @available(*, unavailable, message: "statements belong to their connection's owner")
 extension SQLiteStatement: Sendable {}
 
-/// The current row of a running query, read by column index.
+/// The current row of a running query, read by column name; a column the query lacks, or a NULL
+/// where a value is required, throws rather than passing as an empty value.
 ///
 /// - Important: Valid only inside the closure it is passed to; the statement moves on after it.
 package struct SQLiteRow {
     fileprivate let statement: SQLiteStatement
 
-    package subscript(_ index: Int) -> SQLiteValue { statement.columnValue(Int32(index)) }
-
-    package func int(_ index: Int) -> Int64? {
-        if case .integer(let value) = self[index] { return value }
-        return nil
-    }
-
-    package func double(_ index: Int) -> Double? {
-        switch self[index] {
-        case .real(let value): value
-        case .integer(let value): Double(value)
-        default: nil
+    /// The value of column `name`, NULL included.
+    /// - Throws: `StorageError` when the query has no such column (the schema and the code drifted).
+    package subscript(_ name: String) -> SQLiteValue {
+        get throws(StorageError) {
+            guard let index = statement.columnIndexes[name] else {
+                throw StorageError("the query has no column \(name): \(statement.sql)")
+            }
+            return statement.columnValue(index)
         }
     }
 
-    package func text(_ index: Int) -> String? {
-        if case .text(let value) = self[index] { return value }
-        return nil
+    package func text(_ name: String) throws(StorageError) -> String { try required(name, optionalText(name)) }
+    package func int(_ name: String) throws(StorageError) -> Int64 { try required(name, optionalInt(name)) }
+    package func double(_ name: String) throws(StorageError) -> Double { try required(name, optionalDouble(name)) }
+    package func blob(_ name: String) throws(StorageError) -> [UInt8] { try required(name, optionalBlob(name)) }
+
+    /// `nil` for NULL; a value of another type throws.
+    package func optionalText(_ name: String) throws(StorageError) -> String? {
+        switch try self[name] {
+        case .null: return nil
+        case .text(let value): return value
+        case let other: throw mismatch(name, other, "text")
+        }
     }
 
-    package func blob(_ index: Int) -> [UInt8]? {
-        if case .blob(let value) = self[index] { return value }
-        return nil
+    package func optionalInt(_ name: String) throws(StorageError) -> Int64? {
+        switch try self[name] {
+        case .null: return nil
+        case .integer(let value): return value
+        case let other: throw mismatch(name, other, "an integer")
+        }
+    }
+
+    package func optionalDouble(_ name: String) throws(StorageError) -> Double? {
+        switch try self[name] {
+        case .null: return nil
+        case .real(let value): return value
+        case .integer(let value): return Double(value)
+        case let other: throw mismatch(name, other, "a number")
+        }
+    }
+
+    package func optionalBlob(_ name: String) throws(StorageError) -> [UInt8]? {
+        switch try self[name] {
+        case .null: return nil
+        case .blob(let value): return value
+        case let other: throw mismatch(name, other, "a blob")
+        }
+    }
+
+    /// A text column holding a raw value of `T` (a status, a kind); any other text is thrown.
+    package func value<T: RawRepresentable>(_ name: String, as type: T.Type = T.self) throws(StorageError) -> T
+    where T.RawValue == String {
+        try required(name, optionalValue(name, as: type))
+    }
+
+    package func optionalValue<T: RawRepresentable>(_ name: String, as type: T.Type = T.self) throws(StorageError) -> T?
+    where T.RawValue == String {
+        guard let text = try optionalText(name) else { return nil }
+        guard let value = T(rawValue: text) else {
+            throw StorageError("column \(name) holds \(text), which is no \(T.self): \(statement.sql)")
+        }
+        return value
+    }
+
+    private func required<T>(_ name: String, _ value: T?) throws(StorageError) -> T {
+        guard let value else { throw StorageError("column \(name) is NULL: \(statement.sql)") }
+        return value
+    }
+
+    private func mismatch(_ name: String, _ value: SQLiteValue, _ expected: String) -> StorageError {
+        StorageError("column \(name) holds \(value), not \(expected): \(statement.sql)")
     }
 }
