@@ -7,14 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
 
-missing=""
-command -v wrk >/dev/null || missing="$missing wrk"
-command -v nghttpd >/dev/null || missing="$missing nghttp2-server"
-if [ -n "$missing" ]; then
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
-fi
-.venv/bin/pip install --quiet --disable-pip-version-check -r bench/requirements.txt
+. bench/e2e_tools.sh
 swift build -c release --product deliveryd >/dev/null
 ulimit -n "$(ulimit -Hn)"
 exec .venv/bin/python bench/e2e.py .build/release/deliveryd

@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -eq 2 ] || { echo "usage: $0 BASELINE_BINARY CANDIDATE_BINARY" >&2; exit 2; }
+. bench/e2e_tools.sh
 ulimit -n "$(ulimit -Hn)"
 results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT

@@ -53,14 +53,21 @@ public enum Credentials {
     public static func newAPIKey(role: APIKeyRole, merchantID: String?, riderID: String?, now: Date)
         -> (key: String, record: APIKeyRecord)
     {
-        let id = "k" + SecureRandom.hexToken(byteCount: 6)
-        let key = apiKeyPrefix + id + "_" + SecureRandom.hexToken(byteCount: 24)
+        let minted = newSecret(prefix: apiKeyPrefix, idPrefix: "k")
         return (
-            key,
+            minted.secret,
             APIKeyRecord(
-                id: id, keyHash: SHA256.hexDigest(Array(key.utf8)), role: role, merchantID: merchantID,
-                riderID: riderID, createdAt: now)
+                id: minted.id, keyHash: minted.hash, role: role, merchantID: merchantID, riderID: riderID,
+                createdAt: now)
         )
+    }
+
+    /// A secret that names its own id (`prefix` + id + `_` + 48 hex digits), and the hash that is stored:
+    /// the id finds the record without the secret being searchable.
+    private static func newSecret(prefix: String, idPrefix: String) -> (id: String, secret: String, hash: String) {
+        let id = idPrefix + SecureRandom.hexToken(byteCount: 6)
+        let secret = prefix + id + "_" + SecureRandom.hexToken(byteCount: 24)
+        return (id, secret, SHA256.hexDigest(Array(secret.utf8)))
     }
 
     /// The record that makes `key` (from `--admin-key`) an admin key.
@@ -74,13 +81,11 @@ public enum Credentials {
     static func newCustomerCredential(merchantID: String, customerID: String, now: Date)
         -> (credential: String, record: CustomerCredentialRecord)
     {
-        let id = "c" + SecureRandom.hexToken(byteCount: 6)
-        let credential = customerCredentialPrefix + id + "_" + SecureRandom.hexToken(byteCount: 24)
+        let minted = newSecret(prefix: customerCredentialPrefix, idPrefix: "c")
         return (
-            credential,
+            minted.secret,
             CustomerCredentialRecord(
-                id: id, keyHash: SHA256.hexDigest(Array(credential.utf8)), merchantID: merchantID,
-                customerID: customerID, createdAt: now)
+                id: minted.id, keyHash: minted.hash, merchantID: merchantID, customerID: customerID, createdAt: now)
         )
     }
 

@@ -44,7 +44,9 @@ extension DeliveryService {
                     environment: registration.environment, bundleID: registration.bundleID, shown: shown,
                     liveLimit: liveLimit, now: call.now, requestID: call.request.requestID)
             }
-            return Written(response: self.json(200, .object(["activity": Views.activity(stored.record)]))) {
+            return Written {
+                self.json(200, .object(["activity": Views.activity(stored.record)]))
+            } afterCommit: {
                 self.metrics.activityEvents.increment([stored.rotated ? "token_rotated" : "registered"])
                 self.wakePusher(stored.queuedPushes)
             }
@@ -95,7 +97,7 @@ extension DeliveryService {
                     environment: registration.environment, bundleID: registration.bundleID, deviceLimit: deviceLimit,
                     now: call.now)
             }
-            return Written(response: self.json(200, answer))
+            return Written { self.json(200, answer) }
         }
     }
 

@@ -110,7 +110,9 @@ extension DeliveryService {
         }
         return { transaction in
             let replayed = try transaction.replayDeadLetters(ids: ids, now: call.now)
-            return Written(response: self.json(200, .object(["replayed": .number(Double(replayed))]))) {
+            return Written {
+                self.json(200, .object(["replayed": .number(Double(replayed))]))
+            } afterCommit: {
                 self.wakePusher(replayed)
             }
         }

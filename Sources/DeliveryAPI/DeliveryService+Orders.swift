@@ -42,13 +42,14 @@ extension DeliveryService {
                 order, event: event, trackingTokenHash: tracking.hash, now: now, requestID: call.request.requestID)
             {
             case .created(let order, _, let queuedStarts):
-                let body = JSONValue.object(["order": Views.staff(order), "trackingToken": .string(tracking.token)])
-                return Written(response: self.json(201, body)) {
+                return Written {
+                    self.json(201, .object(["order": Views.staff(order), "trackingToken": .string(tracking.token)]))
+                } afterCommit: {
                     self.metrics.ordersCreated.increment()
                     self.wakePusher(queuedStarts)
                 }
             case .existing(let order):
-                return Written(response: self.json(200, .object(["order": Views.staff(order)])))
+                return Written { self.json(200, .object(["order": Views.staff(order)])) }
             }
         }
     }
@@ -156,15 +157,16 @@ extension DeliveryService {
                 throw APIError.notFound("order not found")
             }
             let stored = try transaction.record(try change(current), now: call.now, requestID: call.request.requestID)
-            let transition: JSONValue =
-                switch stored.outcome {
-                case .applied: "applied"
-                case .unchanged: "unchanged"
-                }
-            let body = JSONValue.object([
-                "order": Views.order(stored.outcome.order, for: principal), "transition": transition,
-            ])
-            return Written(response: self.json(200, body)) {
+            return Written {
+                let transition: JSONValue =
+                    switch stored.outcome {
+                    case .applied: "applied"
+                    case .unchanged: "unchanged"
+                    }
+                return self.json(
+                    200,
+                    .object(["order": Views.order(stored.outcome.order, for: principal), "transition": transition]))
+            } afterCommit: {
                 if case .applied(let order, let event) = stored.outcome, event.from != event.to {
                     self.metrics.transitions.increment([event.from.rawValue, order.status.rawValue])
                 }

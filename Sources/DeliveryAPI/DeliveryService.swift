@@ -191,9 +191,23 @@ public struct DeliveryService: Sendable {
     typealias TransactionStep = (any StoreTransaction) throws -> Written
 
     /// A write's answer, and what to do once it committed (wake the pusher, count it).
+    ///
+    /// The answer is built by `respond` after the commit, off the group commit's critical section
+    /// (JSON encoding there would serialize every handler's), or inside the transaction when an
+    /// `Idempotency-Key` keeps it with the change.
     struct Written {
-        var response: HTTPResponse
+        var respond: () -> HTTPResponse
         var afterCommit: () -> Void = {}
+
+        init(_ respond: @escaping () -> HTTPResponse, afterCommit: @escaping () -> Void = {}) {
+            self.respond = respond
+            self.afterCommit = afterCommit
+        }
+
+        /// An answer that is already built (a replay).
+        init(built response: HTTPResponse) {
+            self.init({ response })
+        }
     }
 
     /// An endpoint whose writes go through `Idempotency` (an `Idempotency-Key` replays them).
@@ -207,7 +221,7 @@ public struct DeliveryService: Sendable {
                 try handler(call)
             }
             written.afterCommit()
-            return written.response
+            return written.respond()
         }
     }
 

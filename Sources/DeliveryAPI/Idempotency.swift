@@ -57,7 +57,7 @@ final class Idempotency: Sendable {
         let context = Array((scope + "\u{1F}" + key + "\u{1F}" + requestHash).utf8)
 
         if let stored = try store.idempotentResponse(principal: scope, key: key, now: now) {
-            return DeliveryService.Written(response: try replay(stored, requestHash: requestHash, context: context))
+            return DeliveryService.Written(built: try replay(stored, requestHash: requestHash, context: context))
         }
         let step = try prepare()
         return try store.write { transaction in
@@ -65,10 +65,11 @@ final class Idempotency: Sendable {
                 principal: scope, key: key, requestHash: requestHash, expiresAt: now.addingTimeInterval(lifetime),
                 now: now)
             if case .taken(let stored) = claim {
-                return DeliveryService.Written(response: try replay(stored, requestHash: requestHash, context: context))
+                return DeliveryService.Written(built: try replay(stored, requestHash: requestHash, context: context))
             }
-            let written = try step(transaction)
-            let response = written.response
+            var written = try step(transaction)
+            let response = written.respond()
+            written.respond = { response }
             if (200..<300).contains(response.status) {
                 try transaction.saveIdempotentResponse(
                     principal: scope, key: key,

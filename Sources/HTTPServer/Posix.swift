@@ -131,43 +131,39 @@ enum Posix {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SystemError(function: "socket", errno: errno) }
         defer { close(fd) }
-        var one: Int32 = 1
         // Without SO_REUSEPORT: the bind fails while anyone listens there (TIME_WAIT aside).
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var socketAddress = sockaddr_in()
-        socketAddress.sin_family = sa_family_t(AF_INET)
-        socketAddress.sin_port = address.port.bigEndian
-        inet_pton(AF_INET, address.host, &socketAddress.sin_addr)
-        let bound = withUnsafePointer(to: &socketAddress) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
+        guard bind(fd, to: address, reusingPort: false) == 0 else {
+            throw SystemError(function: "bind \(address)", errno: errno)
         }
-        guard bound == 0 else { throw SystemError(function: "bind \(address)", errno: errno) }
     }
 
     /// A non-blocking TCP listener bound to `address`, with `SO_REUSEPORT` so each loop can have its own.
     static func listener(_ address: ListenAddress, backlog: Int32) throws(SystemError) -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SystemError(function: "socket", errno: errno) }
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, socklen_t(MemoryLayout<Int32>.size))
-        var socketAddress = sockaddr_in()
-        socketAddress.sin_family = sa_family_t(AF_INET)
-        socketAddress.sin_port = address.port.bigEndian
-        inet_pton(AF_INET, address.host, &socketAddress.sin_addr)
-        let bound = withUnsafePointer(to: &socketAddress) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
+        let bound = bind(fd, to: address, reusingPort: true)
         guard bound == 0, listen(fd, backlog) == 0 else {
             let error = SystemError(function: bound == 0 ? "listen" : "bind", errno: errno)
             close(fd)
             throw error
         }
         return fd
+    }
+
+    /// Binds `fd` to an IPv4 `address` with `SO_REUSEADDR` (and `SO_REUSEPORT` when asked); 0 or -1 as `bind`.
+    private static func bind(_ fd: Int32, to address: ListenAddress, reusingPort: Bool) -> Int32 {
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        if reusingPort { setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, socklen_t(MemoryLayout<Int32>.size)) }
+        var socketAddress = sockaddr_in()
+        socketAddress.sin_family = sa_family_t(AF_INET)
+        socketAddress.sin_port = address.port.bigEndian
+        inet_pton(AF_INET, address.host, &socketAddress.sin_addr)
+        return withUnsafePointer(to: &socketAddress) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
     }
 
     static func localPort(_ fd: Int32) -> UInt16 {

@@ -115,6 +115,27 @@ struct JSONWriter {
         }
     }
 
+    /// One member, its key and value in one call.
+    mutating func member(_ key: StaticString, _ value: String) {
+        self.key(key)
+        string(value)
+    }
+
+    mutating func member(_ key: StaticString, _ value: Int64) {
+        self.key(key)
+        integer(value)
+    }
+
+    mutating func member(_ key: StaticString, _ value: Double) {
+        self.key(key)
+        number(value)
+    }
+
+    mutating func member(_ key: StaticString, _ value: Bool) {
+        self.key(key)
+        boolean(value)
+    }
+
     private mutating func separate() {
         if needsComma { bytes.append(UInt8(ascii: ",")) }
     }

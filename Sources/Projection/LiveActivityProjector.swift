@@ -108,38 +108,27 @@ public struct LiveActivityProjector: Sendable {
     func write(_ state: ContentState, into writer: inout JSONWriter) {
         writer.beginObject()
         if state.arriving {
-            writer.key("arriving")
-            writer.boolean(true)
+            writer.member("arriving", true)
         }
-        writer.key("estimatedArrival")
-        writer.integer(encodedDate(state.estimatedArrival))
-        writer.key("progress")
-        writer.number(state.progress)
+        writer.member("estimatedArrival", encodedDate(state.estimatedArrival))
+        writer.member("progress", state.progress)
         if let remainingDistance = state.remainingDistance {
-            writer.key("remainingDistance")
-            writer.integer(Int64(remainingDistance))
+            writer.member("remainingDistance", Int64(remainingDistance))
         }
         if let riderName = state.riderName {
-            writer.key("riderName")
-            writer.string(riderName)
+            writer.member("riderName", riderName)
         }
-        writer.key("stage")
-        writer.integer(Int64(state.stage))
-        writer.key("status")
-        writer.string(state.status)
-        writer.key("statusText")
-        writer.string(state.statusText)
+        writer.member("stage", Int64(state.stage))
+        writer.member("status", state.status)
+        writer.member("statusText", state.statusText)
         writer.endObject()
     }
 
     func write(_ attributes: DeliveryAttributes, into writer: inout JSONWriter) {
         writer.beginObject()
-        writer.key("merchantName")
-        writer.string(attributes.merchantName)
-        writer.key("orderId")
-        writer.string(attributes.orderId)
-        writer.key("orderNumber")
-        writer.string(attributes.orderNumber)
+        writer.member("merchantName", attributes.merchantName)
+        writer.member("orderId", attributes.orderId)
+        writer.member("orderNumber", attributes.orderNumber)
         writer.endObject()
     }
 

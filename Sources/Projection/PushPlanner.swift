@@ -241,42 +241,32 @@ public struct PushPlanner: Sendable {
         if let alertText {
             writer.key("alert")
             writer.beginObject()
-            writer.key("body")
-            writer.string(alertText.body)
-            writer.key("sound")
-            writer.string("default")
-            writer.key("title")
-            writer.string(alertText.title)
+            writer.member("body", alertText.body)
+            writer.member("sound", "default")
+            writer.member("title", alertText.title)
             writer.endObject()
         }
         if event == .start {
             writer.key("attributes")
             projector.write(attributes, into: &writer)
-            writer.key("attributes-type")
-            writer.string(Self.attributesType)
+            writer.member("attributes-type", Self.attributesType)
         }
         writer.key("content-state")
         let stateStart = writer.bytes.count
         projector.write(state, into: &writer)
         let fingerprint = LiveActivityProjector.fingerprint(of: writer.bytes[stateStart...])
         if let dismissalDate {
-            writer.key("dismissal-date")
-            writer.integer(Int64(dismissalDate.timeIntervalSince1970.rounded(.down)))
+            writer.member("dismissal-date", Int64(dismissalDate.timeIntervalSince1970.rounded(.down)))
         }
-        writer.key("event")
-        writer.string(event.rawValue)
+        writer.member("event", event.rawValue)
         if event == .start {
-            writer.key("input-push-token")
-            writer.integer(1)
+            writer.member("input-push-token", Int64(1))
         }
-        writer.key("relevance-score")
-        writer.integer(Self.relevanceScore(order.status))
+        writer.member("relevance-score", Self.relevanceScore(order.status))
         if let staleDate {
-            writer.key("stale-date")
-            writer.integer(Int64(staleDate.timeIntervalSince1970.rounded(.down)))
+            writer.member("stale-date", Int64(staleDate.timeIntervalSince1970.rounded(.down)))
         }
-        writer.key("timestamp")
-        writer.integer(Int64(timestamp.timeIntervalSince1970))
+        writer.member("timestamp", Int64(timestamp.timeIntervalSince1970))
         writer.endObject()
         writer.endObject()
 
