@@ -7,7 +7,7 @@ SHELL := /bin/bash
 # The Swift toolchain of this machine image lives in /opt/swift; use it when it is not on PATH yet.
 export PATH := $(if $(wildcard /opt/swift/usr/bin),/opt/swift/usr/bin:,)$(PATH)
 
-APT_PACKAGES := libsqlite3-dev libcurl4-openssl-dev libssl-dev pkg-config ca-certificates openssl
+APT_PACKAGES := libsqlite3-dev libcurl4-openssl-dev libssl-dev libpq-dev pkg-config ca-certificates openssl
 SWIFT_FORMAT_PATHS := Sources Tests bench Package.swift
 
 .PHONY: help deps test-deps venv build run test lint format clean bench bench-http bench-projection bench-storage bench-push-latency bench-pusher bench-e2e bench-rides bench-stats soak
@@ -20,7 +20,7 @@ help:
 	@echo "make lint   check formatting with swift-format"
 	@echo "make format rewrite sources with swift-format"
 
-APT_TEST_PACKAGES := prometheus chromium chromium-driver faketime
+APT_TEST_PACKAGES := prometheus chromium chromium-driver faketime postgresql
 
 # Installs the Debian packages named in $(1) that are missing.
 define apt_install
@@ -31,7 +31,7 @@ define apt_install
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		export DEBIAN_FRONTEND=noninteractive; \
-		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing; \
+		timeout 900 apt-get update -qq && timeout 1200 apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 endef
 
@@ -40,8 +40,8 @@ deps:
 	$(call apt_install,$(APT_PACKAGES))
 	@command -v swift >/dev/null || { echo "swift is not installed (expected in /opt/swift/usr/bin)"; exit 1; }
 
-## What the tests use besides the build: promtool (metrics format), headless Chromium (dashboard) and
-## libfaketime (late orders without waiting).
+## What the tests use besides the build: promtool (metrics format), headless Chromium (dashboard),
+## libfaketime (late orders without waiting) and a PostgreSQL server (each test starts its own).
 test-deps: deps
 	$(call apt_install,$(APT_TEST_PACKAGES))
 
@@ -52,7 +52,7 @@ venv: $(VENV_STAMP)
 $(VENV_STAMP): Tests/requirements.txt
 	rm -rf .venv
 	python3 -m venv .venv
-	.venv/bin/pip install --quiet --disable-pip-version-check -r Tests/requirements.txt
+	timeout 900 .venv/bin/pip install --quiet --disable-pip-version-check -r Tests/requirements.txt
 	touch $@
 
 build: deps

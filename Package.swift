@@ -31,6 +31,11 @@ let package = Package(
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
         .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        .systemLibrary(
             name: "COpenSSL",
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
@@ -67,6 +72,8 @@ let package = Package(
             resources: [.copy("Migrations")],
             swiftSettings: strictSettings
         ),
+        // The PostgreSQL backend, for several nodes on a replicated database (libpq).
+        .target(name: "PostgresStorage", dependencies: ["Storage", "CLibPQ"], swiftSettings: strictSettings),
         .target(
             name: "Pusher",
             dependencies: [
@@ -129,6 +136,11 @@ let package = Package(
         .testTarget(
             name: "DeliveryActivityContractTests",
             dependencies: ["DeliveryActivityContract", "DeliveryActivityClient", "Projection", "OrderDomain"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "PostgresStorageTests",
+            dependencies: ["PostgresStorage", "Storage", "OrderDomain", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -86,7 +86,7 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The HTTP form of a storage failure: `429` for a cap reached, `503` when the disk is full or
-    /// the database is busy (the client may retry), else `500`.
+    /// the database is busy or out of reach (the client may retry), else `500`.
     init(_ error: StorageError) {
         switch error.code {
         case .limitReached:
@@ -98,6 +98,10 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
         case .busy:
             self.init(
                 503, .internal, "the database is busy: nothing was stored; retry later", details: ["reason": "busy"])
+        case .unavailable:
+            self.init(
+                503, .internal, "the database cannot be reached: nothing was stored; retry later",
+                details: ["reason": "unavailable"])
         default:
             self = .internalError()
         }

@@ -64,7 +64,7 @@ extension Database {
                 "INSERT INTO api_keys (\(Self.apiKeyColumns)) VALUES (?, ?, ?, ?, ?, ?, NULL)"
             ).run([
                 .text(key.id), .text(key.keyHash), .text(key.role.rawValue),
-                key.merchantID.map(SQLiteValue.text) ?? .null, key.riderID.map(SQLiteValue.text) ?? .null,
+                key.merchantID.map(DatabaseValue.text) ?? .null, key.riderID.map(DatabaseValue.text) ?? .null,
                 .integer(key.createdAt.storageMilliseconds),
             ])
         }
@@ -84,7 +84,7 @@ extension Database {
                 """
             ).run([
                 .text(key.id), .text(key.keyHash), .text(key.role.rawValue),
-                key.merchantID.map(SQLiteValue.text) ?? .null, key.riderID.map(SQLiteValue.text) ?? .null,
+                key.merchantID.map(DatabaseValue.text) ?? .null, key.riderID.map(DatabaseValue.text) ?? .null,
                 .integer(key.createdAt.storageMilliseconds),
             ])
         }

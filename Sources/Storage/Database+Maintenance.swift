@@ -9,7 +9,7 @@ extension Database {
     @discardableResult
     public func prune(now: Date, policy: RetentionPolicy = RetentionPolicy()) throws(StorageError) -> PruneReport {
         try writeConnection { connection in
-            func cutoff(_ age: TimeInterval) -> SQLiteValue {
+            func cutoff(_ age: TimeInterval) -> DatabaseValue {
                 .integer(now.addingTimeInterval(-age).storageMilliseconds)
             }
             var report = PruneReport()
@@ -73,7 +73,7 @@ extension Database {
     /// (the merchant's own pseudonym) stay: the order's history without whom it was for.
     /// - Returns: how many orders were erased.
     private static func erasePersonalData(
-        where condition: String, _ arguments: [SQLiteValue], now: Date, _ connection: SQLiteConnection,
+        where condition: String, _ arguments: [DatabaseValue], now: Date, _ connection: SQLiteConnection,
         includingErased: Bool = false
     ) throws -> Int {
         let selected = "(\(condition))" + (includingErased ? "" : " AND personal_data_erased_at IS NULL")

@@ -188,8 +188,8 @@ extension Database {
             """
         ).run([
             .text(event.orderID), .text(event.kind.rawValue), .text(event.from.rawValue), .text(event.to.rawValue),
-            .text(event.actor), .integer(event.at.storageMilliseconds), event.reason.map(SQLiteValue.text) ?? .null,
-            requestID.map(SQLiteValue.text) ?? .null,
+            .text(event.actor), .integer(event.at.storageMilliseconds), event.reason.map(DatabaseValue.text) ?? .null,
+            requestID.map(DatabaseValue.text) ?? .null,
         ])
         return connection.lastInsertRowID
     }
@@ -214,34 +214,34 @@ extension Database {
             VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?)
             """
         ).run([
-            .text(orderID), eventID.map(SQLiteValue.integer) ?? .null, .text(target.kind), .text(target.targetID),
-            .integer(millis), .integer(millis), .integer(millis), requestID.map(SQLiteValue.text) ?? .null,
+            .text(orderID), eventID.map(DatabaseValue.integer) ?? .null, .text(target.kind), .text(target.targetID),
+            .integer(millis), .integer(millis), .integer(millis), requestID.map(DatabaseValue.text) ?? .null,
         ])
     }
 
-    static func encode(_ order: Order) -> [SQLiteValue] {
+    static func encode(_ order: Order) -> [DatabaseValue] {
         let items = order.items.map { StoredItem(name: $0.name, quantity: $0.quantity, price: $0.price) }
         let itemsJSON = (try? JSONEncoder().encode(items)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
         return [
             .text(order.id), .text(order.merchantID), .text(order.number), .text(order.merchantName), .text(itemsJSON),
             .text(order.customer.id), .text(order.customer.name), .text(order.customer.phone),
             .text(order.customer.locale), .text(order.address), .text(order.payment.method),
-            order.payment.brand.map(SQLiteValue.text) ?? .null, order.payment.last4.map(SQLiteValue.text) ?? .null,
-            order.note.map(SQLiteValue.text) ?? .null, .text(order.status.rawValue),
+            order.payment.brand.map(DatabaseValue.text) ?? .null, order.payment.last4.map(DatabaseValue.text) ?? .null,
+            order.note.map(DatabaseValue.text) ?? .null, .text(order.status.rawValue),
             order.cancelledAt.map { .text($0.rawValue) } ?? .null, .integer(order.estimatedArrival.storageMilliseconds),
             order.rider.map { .text($0.id) } ?? .null, order.rider.map { .text($0.name) } ?? .null,
-            order.rider?.phone.map(SQLiteValue.text) ?? .null, .integer(order.createdAt.storageMilliseconds),
+            order.rider?.phone.map(DatabaseValue.text) ?? .null, .integer(order.createdAt.storageMilliseconds),
             .integer(order.updatedAt.storageMilliseconds), order.destination.map { .real($0.latitude) } ?? .null,
             order.destination.map { .real($0.longitude) } ?? .null,
         ] + rideValues(order.tracking)
     }
 
     /// `ride_position_at, ride_remaining_m, ride_initial_m, ride_eta`.
-    static func rideValues(_ ride: DeliveryTracking?) -> [SQLiteValue] {
+    static func rideValues(_ ride: DeliveryTracking?) -> [DatabaseValue] {
         [
             ride.map { .integer($0.positionAt.storageMilliseconds) } ?? .null,
-            ride?.remainingDistance.map(SQLiteValue.real) ?? .null,
-            ride?.initialDistance.map(SQLiteValue.real) ?? .null,
+            ride?.remainingDistance.map(DatabaseValue.real) ?? .null,
+            ride?.initialDistance.map(DatabaseValue.real) ?? .null,
             ride?.estimatedArrival.map { .integer($0.storageMilliseconds) } ?? .null,
         ]
     }

@@ -123,11 +123,11 @@ extension Database {
             """
         ).run([
             .text(attempt.orderID), .text(attempt.targetID), .text(attempt.event), .integer(Int64(attempt.priority)),
-            attempt.httpStatus.map { .integer(Int64($0)) } ?? .null, attempt.reason.map(SQLiteValue.text) ?? .null,
-            attempt.apnsID.map(SQLiteValue.text) ?? .null,
+            attempt.httpStatus.map { .integer(Int64($0)) } ?? .null, attempt.reason.map(DatabaseValue.text) ?? .null,
+            attempt.apnsID.map(DatabaseValue.text) ?? .null,
             attempt.latencyMilliseconds.map { .integer(Int64($0)) } ?? .null,
-            .integer(attempt.attemptedAt.storageMilliseconds), attempt.requestID.map(SQLiteValue.text) ?? .null,
-            attempt.contentState.map(SQLiteValue.text) ?? .null,
+            .integer(attempt.attemptedAt.storageMilliseconds), attempt.requestID.map(DatabaseValue.text) ?? .null,
+            attempt.contentState.map(DatabaseValue.text) ?? .null,
         ])
     }
 
@@ -188,6 +188,6 @@ extension Database {
     static func finish(_ id: Int64, state: String, error: String?, now: Date, _ connection: SQLiteConnection) throws {
         try connection.cached(
             "UPDATE outbox SET state = ?, last_error = ?, lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE id = ?"
-        ).run([.text(state), error.map(SQLiteValue.text) ?? .null, .integer(now.storageMilliseconds), .integer(id)])
+        ).run([.text(state), error.map(DatabaseValue.text) ?? .null, .integer(now.storageMilliseconds), .integer(id)])
     }
 }

@@ -1,5 +1,5 @@
-public import FoundationEssentials
-public import OrderDomain
+internal import FoundationEssentials
+internal import OrderDomain
 
 extension Database {
     /// Runs `body` in one write transaction and returns its value once the transaction committed.
@@ -44,7 +44,7 @@ struct SQLiteTransaction: StoreTransaction {
             ).run([
                 .text(order.status.rawValue), order.cancelledAt.map { .text($0.rawValue) } ?? .null,
                 .integer(order.estimatedArrival.storageMilliseconds), order.rider.map { .text($0.id) } ?? .null,
-                order.rider.map { .text($0.name) } ?? .null, order.rider?.phone.map(SQLiteValue.text) ?? .null,
+                order.rider.map { .text($0.name) } ?? .null, order.rider?.phone.map(DatabaseValue.text) ?? .null,
                 .integer(order.updatedAt.storageMilliseconds), .text(order.id),
             ])
             guard connection.changes == 1 else { throw StorageError("order \(order.id) is not stored") }
@@ -74,7 +74,7 @@ struct SQLiteTransaction: StoreTransaction {
     ) throws(StorageError) -> CreateOrderResult {
         try sqlite {
             try connection.cached(Database.insertOrder + " ON CONFLICT (merchant_id, number) DO NOTHING").run(
-                Database.encode(order) + [trackingTokenHash.map(SQLiteValue.text) ?? .null])
+                Database.encode(order) + [trackingTokenHash.map(DatabaseValue.text) ?? .null])
             guard connection.changes == 1 else {
                 let existing = try connection.cached(
                     "SELECT \(Database.orderColumns) FROM orders WHERE merchant_id = ? AND number = ?"

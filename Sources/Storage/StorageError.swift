@@ -13,6 +13,7 @@ public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible 
             case constraint
             case corrupt
             case io
+            case unavailable
             case failed
         }
 
@@ -31,6 +32,9 @@ public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible 
         public static let corrupt = Code(.corrupt)
         /// The operating system failed a read or write.
         public static let io = Code(.io)
+        /// The database cannot be reached (a server restarting, a network gone): nothing was stored;
+        /// retry once it is back.
+        public static let unavailable = Code(.unavailable)
         /// Anything else: opening, schema, a missing or malformed column, misuse.
         public static let failed = Code(.failed)
 
@@ -45,7 +49,7 @@ public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible 
     /// With `limitReached`: which cap.
     public let limit: LimitReached?
 
-    init(_ code: Code, _ message: String, underlying: String? = nil, limit: LimitReached? = nil) {
+    package init(_ code: Code, _ message: String, underlying: String? = nil, limit: LimitReached? = nil) {
         self.code = code
         self.message = message
         self.underlying = underlying
@@ -53,7 +57,7 @@ public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 
     /// A failure of ours with no backend code behind it (`failed`).
-    init(_ message: String) {
+    package init(_ message: String) {
         self.init(.failed, message)
     }
 

@@ -67,8 +67,8 @@ struct MigrationTests {
             try connection.cached(
                 "INSERT INTO api_keys (id, key_hash, role, merchant_id, rider_id, created_at) VALUES (?, ?, ?, ?, ?, 0)"
             ).run([
-                .text(id), .text("hash-" + id), .text(role), merchant.map(SQLiteValue.text) ?? .null,
-                rider.map(SQLiteValue.text) ?? .null,
+                .text(id), .text("hash-" + id), .text(role), merchant.map(DatabaseValue.text) ?? .null,
+                rider.map(DatabaseValue.text) ?? .null,
             ])
         }
         #expect(try Migrator.migrate(connection, bundled) == [8])

@@ -1,14 +1,5 @@
 internal import CSQLite
 
-/// A value bound to, or read from, a statement column.
-package enum SQLiteValue: Sendable, Hashable {
-    case null
-    case integer(Int64)
-    case real(Double)
-    case text(String)
-    case blob([UInt8])
-}
-
 /// One prepared statement; the only place that holds a `sqlite3_stmt*`.
 package final class SQLiteStatement {
     private let handle: OpaquePointer
@@ -40,7 +31,7 @@ package final class SQLiteStatement {
 
     /// Binds values to the `?` parameters, left to right.
     @discardableResult
-    package func bind(_ values: [SQLiteValue]) throws(SQLiteError) -> SQLiteStatement {
+    package func bind(_ values: [DatabaseValue]) throws(SQLiteError) -> SQLiteStatement {
         for (offset, value) in values.enumerated() {
             let index = Int32(offset + 1)
             let result: Int32
@@ -73,14 +64,14 @@ package final class SQLiteStatement {
     }
 
     /// Runs a statement that returns no rows.
-    package func run(_ values: [SQLiteValue] = []) throws(SQLiteError) {
+    package func run(_ values: [DatabaseValue] = []) throws(SQLiteError) {
         try bind(values)
         while try step() {}
         sqlite3_reset(handle)
     }
 
     /// Runs a query and maps each row.
-    package func rows<T>(_ values: [SQLiteValue] = [], _ transform: (SQLiteRow) throws -> T) throws -> [T] {
+    package func rows<T>(_ values: [DatabaseValue] = [], _ transform: (SQLiteRow) throws -> T) throws -> [T] {
         try bind(values)
         defer { sqlite3_reset(handle) }
         var result: [T] = []
@@ -89,7 +80,7 @@ package final class SQLiteStatement {
     }
 
     /// Runs a query and maps its first row, if any.
-    package func firstRow<T>(_ values: [SQLiteValue] = [], _ transform: (SQLiteRow) throws -> T) throws -> T? {
+    package func firstRow<T>(_ values: [DatabaseValue] = [], _ transform: (SQLiteRow) throws -> T) throws -> T? {
         try bind(values)
         defer { sqlite3_reset(handle) }
         return try step() ? transform(SQLiteRow(statement: self)) : nil
@@ -107,7 +98,7 @@ package final class SQLiteStatement {
         return indexes
     }()
 
-    fileprivate func columnValue(_ index: Int32) -> SQLiteValue {
+    fileprivate func columnValue(_ index: Int32) -> DatabaseValue {
         switch sqlite3_column_type(handle, index) {
         case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, index))
         case SQLITE_FLOAT: return .real(sqlite3_column_double(handle, index))
@@ -127,84 +118,20 @@ package final class SQLiteStatement {
 @available(*, unavailable, message: "statements belong to their connection's owner")
 extension SQLiteStatement: Sendable {}
 
-/// The current row of a running query, read by column name; a column the query lacks, or a NULL
-/// where a value is required, throws rather than passing as an empty value.
+/// The current row of a running query (see `DatabaseRow`).
 ///
 /// - Important: Valid only inside the closure it is passed to; the statement moves on after it.
-package struct SQLiteRow {
+package struct SQLiteRow: DatabaseRow {
     fileprivate let statement: SQLiteStatement
 
-    /// The value of column `name`, NULL included.
-    /// - Throws: `StorageError` when the query has no such column (the schema and the code drifted).
-    package subscript(_ name: String) -> SQLiteValue {
+    package var query: String { statement.sql }
+
+    package subscript(_ name: String) -> DatabaseValue {
         get throws(StorageError) {
             guard let index = statement.columnIndexes[name] else {
                 throw StorageError("the query has no column \(name): \(statement.sql)")
             }
             return statement.columnValue(index)
         }
-    }
-
-    package func text(_ name: String) throws(StorageError) -> String { try required(name, optionalText(name)) }
-    package func int(_ name: String) throws(StorageError) -> Int64 { try required(name, optionalInt(name)) }
-    package func double(_ name: String) throws(StorageError) -> Double { try required(name, optionalDouble(name)) }
-    package func blob(_ name: String) throws(StorageError) -> [UInt8] { try required(name, optionalBlob(name)) }
-
-    /// `nil` for NULL; a value of another type throws.
-    package func optionalText(_ name: String) throws(StorageError) -> String? {
-        switch try self[name] {
-        case .null: return nil
-        case .text(let value): return value
-        case let other: throw mismatch(name, other, "text")
-        }
-    }
-
-    package func optionalInt(_ name: String) throws(StorageError) -> Int64? {
-        switch try self[name] {
-        case .null: return nil
-        case .integer(let value): return value
-        case let other: throw mismatch(name, other, "an integer")
-        }
-    }
-
-    package func optionalDouble(_ name: String) throws(StorageError) -> Double? {
-        switch try self[name] {
-        case .null: return nil
-        case .real(let value): return value
-        case .integer(let value): return Double(value)
-        case let other: throw mismatch(name, other, "a number")
-        }
-    }
-
-    package func optionalBlob(_ name: String) throws(StorageError) -> [UInt8]? {
-        switch try self[name] {
-        case .null: return nil
-        case .blob(let value): return value
-        case let other: throw mismatch(name, other, "a blob")
-        }
-    }
-
-    /// A text column holding a raw value of `T` (a status, a kind); any other text is thrown.
-    package func value<T: RawRepresentable>(_ name: String, as type: T.Type = T.self) throws(StorageError) -> T
-    where T.RawValue == String {
-        try required(name, optionalValue(name, as: type))
-    }
-
-    package func optionalValue<T: RawRepresentable>(_ name: String, as type: T.Type = T.self) throws(StorageError) -> T?
-    where T.RawValue == String {
-        guard let text = try optionalText(name) else { return nil }
-        guard let value = T(rawValue: text) else {
-            throw StorageError("column \(name) holds \(text), which is no \(T.self): \(statement.sql)")
-        }
-        return value
-    }
-
-    private func required<T>(_ name: String, _ value: T?) throws(StorageError) -> T {
-        guard let value else { throw StorageError("column \(name) is NULL: \(statement.sql)") }
-        return value
-    }
-
-    private func mismatch(_ name: String, _ value: SQLiteValue, _ expected: String) -> StorageError {
-        StorageError("column \(name) holds \(value), not \(expected): \(statement.sql)")
     }
 }

@@ -1,0 +1,107 @@
+import Foundation
+import OrderDomain
+import PostgresStorage
+import Storage
+import TestSupport
+import Testing
+
+/// The libpq wrapper against a real PostgreSQL server of the test's own.
+@Suite("PostgreSQL connection", .serialized)
+struct PostgresConnectionTests {
+    /// One server for the suite's tests: starting one takes a few seconds.
+    static let server = Result { try PostgresServer() }
+
+    static func connect(statementTimeout: Int = 0) throws -> PostgresConnection {
+        try PostgresConnection.connect(url: try server.get().url, statementTimeout: statementTimeout)
+    }
+
+    /// Every kind of value goes in as a parameter and comes back as itself, read by column name;
+    /// NULL, the extremes of a 64-bit integer, text beyond ASCII and every byte value included.
+    @Test func valuesRoundTripByName() throws {
+        let connection = try Self.connect()
+        try connection.execute(
+            "DROP TABLE IF EXISTS note; CREATE TABLE note (id bigint PRIMARY KEY, body text, weight double precision, raw bytea)"
+        )
+        let bytes = (0...255).map(UInt8.init)
+        for (id, body, weight, raw) in [
+            (Int64.max, DatabaseValue.text("héllo, wörld ✓ '\"\\"), DatabaseValue.real(2.5), DatabaseValue.blob(bytes)),
+            (Int64.min, .null, .real(-0.125), .blob([])), (0, .text(""), .null, .null),
+        ] {
+            try connection.query(
+                "INSERT INTO note (id, body, weight, raw) VALUES ($1, $2, $3, $4)", [.integer(id), body, weight, raw])
+        }
+        let rows = try connection.query("SELECT id, body, weight, raw FROM note ORDER BY id")
+        #expect(rows.count == 3)
+        #expect(try rows.map { try $0.int("id") } == [Int64.min, 0, Int64.max])
+        #expect(try rows[2].text("body") == "héllo, wörld ✓ '\"\\")
+        #expect(try rows[2].blob("raw") == bytes)
+        #expect(try rows[0].optionalText("body") == nil)
+        #expect(try rows[0].blob("raw") == [])
+        #expect(try rows[0].double("weight") == -0.125)
+        #expect(try rows[1].text("body") == "")
+        #expect(throws: StorageError.self) { try rows[1].double("weight") }
+        #expect(throws: StorageError.self) { try rows[0].text("missing") }
+        let changed = try connection.query("UPDATE note SET weight = $1 WHERE id <> $2", [.real(1), .integer(0)])
+        #expect(changed.affected == 2)
+    }
+
+    /// A status stored as text reads back as the domain's type; an unknown one is thrown.
+    @Test func rawValuesAreChecked() throws {
+        let connection = try Self.connect()
+        let row = try #require(
+            try connection.query(
+                "SELECT $1::text AS status, $2::text AS other",
+                [
+                    .text("pickup"), .text("teleported"),
+                ]
+            ).first)
+        #expect(try row.value("status", as: OrderStatus.self) == .pickup)
+        #expect(throws: StorageError.self) { try row.value("other", as: OrderStatus.self) }
+    }
+
+    /// Errors carry their SQLSTATE, mapped to the codes the service tells apart.
+    @Test func errorsAreMappedFromTheirSQLState() throws {
+        let connection = try Self.connect(statementTimeout: 200)
+        try connection.execute("DROP TABLE IF EXISTS item; CREATE TABLE item (name text PRIMARY KEY)")
+        try connection.query("INSERT INTO item VALUES ($1)", [.text("a")])
+        do {
+            try connection.query("INSERT INTO item VALUES ($1)", [.text("a")])
+            Issue.record("a duplicate key went in")
+        } catch {
+            #expect(error.code == .constraint)
+            #expect(error.underlying == "SQLSTATE 23505")
+        }
+        do {
+            try connection.execute("SELEKT 1")
+            Issue.record("a syntax error ran")
+        } catch {
+            #expect(error.code == .failed && error.underlying == "SQLSTATE 42601")
+        }
+        do {
+            try connection.query("SELECT pg_sleep(5)")
+            Issue.record("the statement timeout did not cancel the statement")
+        } catch {
+            #expect(error.code == .busy && error.underlying == "SQLSTATE 57014", "\(error)")
+        }
+        // The connection goes on after each failure.
+        #expect(try connection.query("SELECT count(*) AS items FROM item").first?.int("items") == 1)
+    }
+
+    /// No server at the address: `unavailable`, within the connect timeout.
+    @Test func noServerIsUnavailable() throws {
+        let url = "postgresql://deliveryd:deliveryd@127.0.0.1:1/deliveryd"
+        #expect(throws: StorageError(.unavailable, "")) {
+            try PostgresConnection.connect(url: url, connectTimeout: 2)
+        }
+    }
+
+    /// The mapping of SQLSTATE classes, including those a test cannot provoke cheaply.
+    @Test(arguments: [
+        ("23503", StorageError.Code.constraint), ("53100", .full), ("40001", .busy), ("40P01", .busy),
+        ("55P03", .busy), ("08006", .unavailable), ("57P01", .unavailable), ("XX001", .corrupt), ("58030", .io),
+        ("42P01", .failed),
+    ])
+    func sqlStatesMapToCodes(state: String, code: StorageError.Code) {
+        #expect(PostgresError.code(sqlState: state) == code)
+    }
+}

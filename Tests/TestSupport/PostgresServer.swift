@@ -1,0 +1,140 @@
+package import Foundation
+import Synchronization
+
+/// A real PostgreSQL server of its own for a test: `initdb` into a temporary directory, started on a
+/// free loopback port, stopped and removed with the value. It runs as the `postgres` user (the
+/// server refuses root), from Debian's `postgresql` package (`make test` installs it).
+package final class PostgresServer: Sendable {
+    package static let binaries = "/usr/lib/postgresql/15/bin"
+
+    package let port: UInt16
+    package let directory: String
+    /// A libpq URL of a fresh database on this server, for the `deliveryd` role.
+    package let url: String
+
+    /// Whether this machine can run one (the package is installed and `runuser` exists).
+    package static var isAvailable: Bool {
+        FileManager.default.isExecutableFile(atPath: binaries + "/initdb")
+            && FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser")
+    }
+
+    /// - Parameter settings: `-c name=value` settings for the server, beside the defaults here
+    ///   (no fsync unless asked: these servers hold test data only).
+    package init(settings: [String: String] = [:]) throws {
+        directory = NSTemporaryDirectory() + "postgres-" + UUID().uuidString.prefix(8).lowercased()
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try Self.run("/bin/chown", ["postgres:postgres", directory])
+        try Self.asPostgres(
+            Self.binaries + "/initdb", ["-D", directory + "/data", "-A", "trust", "-U", "postgres", "--no-sync"])
+        var options = ["fsync": "off", "listen_addresses": "127.0.0.1", "max_connections": "60"]
+        options.merge(settings) { _, given in given }
+        var started: UInt16?
+        for _ in 0..<5 {
+            let candidate = UInt16.random(in: 33_000...45_000)
+            let flags =
+                "-p \(candidate) -k \(directory) "
+                + options.sorted { $0.key < $1.key }.map { "-c \($0.key)=\($0.value)" }.joined(separator: " ")
+            let status = try? Self.asPostgres(
+                Self.binaries + "/pg_ctl",
+                ["-D", directory + "/data", "-l", directory + "/server.log", "-w", "-t", "60", "-o", flags, "start"])
+            if status != nil {
+                started = candidate
+                break
+            }
+        }
+        guard let port = started else {
+            let log = (try? String(contentsOfFile: directory + "/server.log", encoding: .utf8)) ?? ""
+            throw PostgresServerError.failed("the server did not start: \(log.suffix(2000))")
+        }
+        self.port = port
+        try Self.asPostgres(
+            Self.binaries + "/psql",
+            [
+                "-h", "127.0.0.1", "-p", String(port), "-U", "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1",
+                "-c", "CREATE ROLE deliveryd LOGIN PASSWORD 'deliveryd'", "-c",
+                "CREATE DATABASE deliveryd OWNER deliveryd",
+            ])
+        url = "postgresql://deliveryd:deliveryd@127.0.0.1:\(port)/deliveryd"
+        Self.running.withLock { running in
+            if running.isEmpty { atexit { PostgresServer.stopAllAtExit() } }
+            running.insert(directory)
+        }
+    }
+
+    /// Servers not stopped yet: a suite's shared server lives in a `static let`, which is never
+    /// deinitialized, so the test process stops what is left when it exits.
+    private static let running = Mutex<Set<String>>([])
+
+    private static func stopAllAtExit() {
+        for directory in running.withLock({ $0 }) { stopAndRemove(directory) }
+    }
+
+    private static func stopAndRemove(_ directory: String) {
+        _ = try? asPostgres(binaries + "/pg_ctl", ["-D", directory + "/data", "-m", "immediate", "-w", "stop"])
+        try? FileManager.default.removeItem(atPath: directory)
+        running.withLock { _ = $0.remove(directory) }
+    }
+
+    deinit {
+        Self.stopAndRemove(directory)
+    }
+
+    /// Stops the server at once, as a crash would (`immediate`: no checkpoint, clients cut off).
+    package func stop() throws {
+        try Self.asPostgres(Self.binaries + "/pg_ctl", ["-D", directory + "/data", "-m", "immediate", "-w", "stop"])
+    }
+
+    /// Starts it again on the same port after `stop`.
+    package func start() throws {
+        try Self.asPostgres(
+            Self.binaries + "/pg_ctl",
+            [
+                "-D", directory + "/data", "-l", directory + "/server.log", "-w", "-t", "60", "-o",
+                "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off", "start",
+            ])
+    }
+
+    @discardableResult
+    private static func asPostgres(_ tool: String, _ arguments: [String]) throws -> Int32 {
+        try run("/usr/sbin/runuser", ["-u", "postgres", "--", tool] + arguments)
+    }
+
+    /// Runs a tool to its end (bounded: a tool that hangs is killed after two minutes), with its
+    /// output in a file. Spawned and reaped here, not with `Process`: its `waitUntilExit` was seen
+    /// never to return once `pg_ctl` left the server running (the tool's process stayed a zombie).
+    @discardableResult
+    private static func run(_ tool: String, _ arguments: [String]) throws -> Int32 {
+        let outputPath = NSTemporaryDirectory() + "postgres-tool-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        let argv = ["/usr/bin/timeout", "120", tool] + arguments
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var pid: pid_t = 0
+        let cArguments = argv.map { strdup($0) } + [nil]
+        defer { for argument in cArguments { free(argument) } }
+        let spawned = posix_spawn(&pid, argv[0], &actions, nil, cArguments, environ)
+        guard spawned == 0 else { throw PostgresServerError.failed("cannot run \(tool): error \(spawned)") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let exitCode = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        guard exitCode == 0 else {
+            let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+            throw PostgresServerError.failed("\(tool) \(arguments.joined(separator: " ")): \(text.suffix(2000))")
+        }
+        return exitCode
+    }
+}
+
+package enum PostgresServerError: Error, CustomStringConvertible {
+    case failed(String)
+
+    package var description: String {
+        switch self {
+        case .failed(let message): message
+        }
+    }
+}
