@@ -73,7 +73,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         // The PostgreSQL backend, for several nodes on a replicated database (libpq).
-        .target(name: "PostgresStorage", dependencies: ["Storage", "CLibPQ"], swiftSettings: strictSettings),
+        .target(
+            name: "PostgresStorage", dependencies: ["Storage", "CLibPQ"],
+            // Its own migrations: the same schema in PostgreSQL's types.
+            resources: [.copy("Migrations")], swiftSettings: strictSettings
+        ),
         .target(
             name: "Pusher",
             dependencies: [

@@ -32,13 +32,7 @@ extension Database {
             let millis = now.storageMilliseconds
             try connection.cached(
                 """
-                UPDATE outbox SET state = CASE WHEN EXISTS (
-                        SELECT 1 FROM outbox AS newer
-                        WHERE newer.order_id = outbox.order_id AND newer.kind = outbox.kind
-                          AND newer.target_id = outbox.target_id AND newer.state IN ('pending', 'sending')
-                          AND newer.state = 'pending' AND newer.id > outbox.id)
-                    THEN 'superseded' ELSE 'pending' END,
-                    lease_owner = NULL, lease_until = NULL, updated_at = ?
+                UPDATE outbox SET state = \(Self.stateAfterSending), lease_owner = NULL, lease_until = NULL, updated_at = ?
                 WHERE state = 'sending' AND lease_until <= ?
                 """
             ).run([.integer(millis), .integer(millis)])
@@ -71,14 +65,22 @@ extension Database {
         }
     }
 
+    /// The state a row leaving `sending` (a retry, an expired lease) returns to: `superseded` when a
+    /// newer row of its target is pending, since that one carries the newer state; else `pending`.
+    /// (`state IN (…)` first, so that SQLite uses the partial index of live rows.)
+    static let stateAfterSending = """
+        CASE WHEN EXISTS (
+            SELECT 1 FROM outbox AS newer
+            WHERE newer.order_id = outbox.order_id AND newer.kind = outbox.kind
+              AND newer.target_id = outbox.target_id AND newer.state IN ('pending', 'sending')
+              AND newer.state = 'pending' AND newer.id > outbox.id)
+        THEN 'superseded' ELSE 'pending' END
+        """
+
     static func scheduleRetry(_ id: Int64, at: Date, error: String, now: Date, _ connection: SQLiteConnection) throws {
         try connection.cached(
             """
-            UPDATE outbox SET state = CASE WHEN EXISTS (
-                    SELECT 1 FROM outbox AS newer WHERE newer.order_id = outbox.order_id AND newer.kind = outbox.kind
-                      AND newer.target_id = outbox.target_id AND newer.state IN ('pending', 'sending')
-                      AND newer.state = 'pending' AND newer.id > outbox.id)
-                THEN 'superseded' ELSE 'pending' END,
+            UPDATE outbox SET state = \(Self.stateAfterSending),
                 due_at = ?, last_error = ?, lease_owner = NULL, lease_until = NULL, updated_at = ?
             WHERE id = ? AND state = 'sending'
             """

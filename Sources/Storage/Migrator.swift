@@ -1,4 +1,4 @@
-internal import Foundation
+package import Foundation
 
 /// One numbered schema change, as a file `db/NNNN_description.sql`.
 package struct Migration: Sendable, Hashable {
@@ -20,6 +20,11 @@ package enum Migrator {
         guard let directory = Bundle.module.url(forResource: "Migrations", withExtension: nil) else {
             throw StorageError("the migrations are missing from the build (resource folder Migrations)")
         }
+        return try load(from: directory)
+    }
+
+    /// The `NNNN_description.sql` files of `directory`, in order (each backend ships its own folder).
+    package static func load(from directory: URL) throws(StorageError) -> [Migration] {
         let names: [String]
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: directory.path)

@@ -12,12 +12,6 @@ package final class PostgresServer: Sendable {
     /// A libpq URL of a fresh database on this server, for the `deliveryd` role.
     package let url: String
 
-    /// Whether this machine can run one (the package is installed and `runuser` exists).
-    package static var isAvailable: Bool {
-        FileManager.default.isExecutableFile(atPath: binaries + "/initdb")
-            && FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser")
-    }
-
     /// - Parameter settings: `-c name=value` settings for the server, beside the defaults here
     ///   (no fsync unless asked: these servers hold test data only).
     package init(settings: [String: String] = [:]) throws {
