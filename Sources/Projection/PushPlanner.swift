@@ -68,19 +68,24 @@ public struct ActivityContext: Sendable, Hashable {
     public var lastSentFingerprint: String?
     /// Priority-10 pushes sent to this activity during the last hour.
     public var highPriorityPushesInLastHour: Int
+    /// The `aps.timestamp` of the last push APNs accepted for this activity, `nil` if none: the next
+    /// one must be later, or iOS drops it as stale.
+    public var lastSentTimestamp: Date?
 
     public init(
         bundleID: String,
         startedAt: Date,
         lastSentStatus: OrderStatus? = nil,
         lastSentFingerprint: String? = nil,
-        highPriorityPushesInLastHour: Int = 0
+        highPriorityPushesInLastHour: Int = 0,
+        lastSentTimestamp: Date? = nil
     ) {
         self.bundleID = bundleID
         self.startedAt = startedAt
         self.lastSentStatus = lastSentStatus
         self.lastSentFingerprint = lastSentFingerprint
         self.highPriorityPushesInLastHour = highPriorityPushesInLastHour
+        self.lastSentTimestamp = lastSentTimestamp
     }
 }
 
@@ -134,7 +139,7 @@ public struct PushPlanner: Sendable {
         return .send(
             try build(
                 event: .start, order: order, state: state, headers: headers, alert: true, staleDate: staleDate,
-                dismissalDate: nil, now: now
+                dismissalDate: nil, timestamp: Self.timestamp(now: now, after: nil)
             )
         )
     }
@@ -160,7 +165,7 @@ public struct PushPlanner: Sendable {
             return .send(
                 try build(
                     event: .end, order: order, state: state, headers: headers, alert: true, staleDate: nil,
-                    dismissalDate: dismissal, now: now
+                    dismissalDate: dismissal, timestamp: Self.timestamp(now: now, after: activity.lastSentTimestamp)
                 )
             )
         }
@@ -180,7 +185,8 @@ public struct PushPlanner: Sendable {
         return .send(
             try build(
                 event: .update, order: order, state: state, headers: headers,
-                alert: statusIsNew && order.status == .delivering, staleDate: staleDate, dismissalDate: nil, now: now
+                alert: statusIsNew && order.status == .delivering, staleDate: staleDate, dismissalDate: nil,
+                timestamp: Self.timestamp(now: now, after: activity.lastSentTimestamp)
             )
         )
     }
@@ -200,6 +206,15 @@ public struct PushPlanner: Sendable {
                 now.addingTimeInterval(configuration.minimumFreshness)),
             startedAt.addingTimeInterval(configuration.activityLifetime)
         )
+    }
+
+    /// `aps.timestamp`: the sending second, but always after the activity's last accepted push, so
+    /// that two pushes in one second, or a clock stepped back, never make iOS drop the newer state
+    /// as older than what it shows.
+    static func timestamp(now: Date, after last: Date?) -> Date {
+        let second = now.timeIntervalSince1970.rounded(.down)
+        guard let last else { return Date(timeIntervalSince1970: second) }
+        return Date(timeIntervalSince1970: max(second, last.timeIntervalSince1970.rounded(.down) + 1))
     }
 
     /// Higher for orders closer to the door, so the most urgent one owns the Dynamic Island.
@@ -222,7 +237,7 @@ public struct PushPlanner: Sendable {
         alert: Bool,
         staleDate: Date?,
         dismissalDate: Date?,
-        now: Date
+        timestamp: Date
     ) throws(PayloadTooLargeError) -> LiveActivityPush {
         let attributes =
             event == .start || alert
@@ -232,8 +247,6 @@ public struct PushPlanner: Sendable {
             ? Language(localeTag: order.customer.locale).alert(
                 for: order.status, merchantName: attributes.merchantName, riderName: state.riderName
             ) : nil
-        let timestamp = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
-
         var writer = JSONWriter(capacity: 512)
         writer.beginObject()
         writer.key("aps")

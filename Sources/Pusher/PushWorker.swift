@@ -291,7 +291,8 @@ public final class PushWorker {
                 let activityContext = ActivityContext(
                     bundleID: activity.bundleID, startedAt: activity.startedAt,
                     lastSentStatus: activity.lastSentStatus, lastSentFingerprint: activity.lastSentFingerprint,
-                    highPriorityPushesInLastHour: context.highPriorityPushes[key] ?? 0
+                    highPriorityPushesInLastHour: context.highPriorityPushes[key] ?? 0,
+                    lastSentTimestamp: activity.lastSentTimestamp
                 )
                 switch try planner.planUpdate(order: order, activity: activityContext, now: now) {
                 case .send(let push):

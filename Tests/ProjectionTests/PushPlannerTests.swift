@@ -30,6 +30,27 @@ struct PushPlannerTests {
         #expect(sent.hasAlert == alert)
     }
 
+    /// `aps.timestamp` is the sending second, but always after the activity's last accepted push: a
+    /// second push in the same second, and one after the clock stepped back five minutes, are later
+    /// still; the end of the order too.
+    @Test(arguments: [
+        (nil as TimeInterval?, 0 as TimeInterval), (0, 1), (0.7, 1), (300, 301), (-60, 0),
+    ])
+    func timestampsOnlyIncrease(lastSentAfterNow: TimeInterval?, expectedAfterNow: TimeInterval) throws {
+        let now = Fixtures.now.addingTimeInterval(0.4)
+        for status in [OrderStatus.pickup, .delivered] {
+            let activity = ActivityContext(
+                bundleID: "b", startedAt: Fixtures.placedAt, lastSentStatus: .preparing,
+                lastSentTimestamp: lastSentAfterNow.map { Fixtures.now.addingTimeInterval($0) })
+            let sent = try #require(
+                push(try planner.planUpdate(order: Fixtures.order(status: status), activity: activity, now: now)))
+            #expect(sent.timestamp == Fixtures.now.addingTimeInterval(expectedAfterNow), "\(status)")
+            let payload = String(decoding: sent.payload, as: UTF8.self)
+            let seconds = Int64(Fixtures.now.addingTimeInterval(expectedAfterNow).timeIntervalSince1970)
+            #expect(payload.contains(#""timestamp":\#(seconds)"#))
+        }
+    }
+
     /// Replaying the same state, or moving the ETA by a few seconds, plans no push.
     @Test func repeatedStateIsSkipped() throws {
         let order = Fixtures.order(status: .pickup)

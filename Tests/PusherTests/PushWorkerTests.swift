@@ -156,6 +156,57 @@ struct PushWorkerTests {
     }
 }
 
+extension PushWorkerTests {
+    /// Pushes of one activity carry strictly increasing `aps.timestamp`s: two in the same second, one
+    /// after the clock stepped back five minutes, and one after a restart on the same data (the last
+    /// accepted timestamp is kept with the activity). Each is an update iOS would otherwise drop.
+    @Test func timestampsIncreaseThroughOneSecondAClockStepAndARestart() async throws {
+        let directory = NSTemporaryDirectory() + "push-worker-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
+        defer { simulator.stop() }
+        let start = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+        func worker(_ store: Database) throws -> PushWorker {
+            PushWorker(
+                store: store, sender: try APNsClient(caFile: simulator.caFile),
+                tokens: ProviderTokenCache(
+                    key: try P256SigningKey(pem: testKeyPEM), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
+                configuration: PusherConfiguration(developmentURL: simulator.baseURL, productionURL: simulator.baseURL))
+        }
+        func set(_ status: OrderStatus, in store: Database, at time: Date) throws {
+            _ = try store.change(orderID: "o-1", now: time) { current throws(OrderError) in
+                try current.applying(StatusChange(status: status), by: .admin, at: time)
+            }
+        }
+        do {
+            let store = try Database.open(StorageConfiguration(dataDirectory: directory))
+            try createOrder(in: store, id: "o-1", number: "A-1", at: start)
+            _ = try store.registerActivity(
+                orderID: "o-1", activityID: "a", pushToken: "token-a", environment: .development,
+                bundleID: "com.example.app", shown: nil, now: start)
+            let pusher = try worker(store)
+            #expect(try await pusher.runOnce(now: start.addingTimeInterval(0.2)) == 1)
+            try set(.preparing, in: store, at: start)
+            #expect(try await pusher.runOnce(now: start.addingTimeInterval(0.6)) == 1)
+            try set(.pickup, in: store, at: start.addingTimeInterval(-300))
+            #expect(try await pusher.runOnce(now: start.addingTimeInterval(-300)) == 1)
+        }
+        let reopened = try Database.open(StorageConfiguration(dataDirectory: directory))
+        try set(.delivering, in: reopened, at: start.addingTimeInterval(-290))
+        #expect(try await worker(reopened).runOnce(now: start.addingTimeInterval(-290)) == 1)
+
+        let timestamps = try simulator.records().compactMap { record -> Int? in
+            guard let payload = (record["payload"] as? String)?.data(using: .utf8),
+                let json = try? JSONSerialization.jsonObject(with: payload) as? [String: Any],
+                let aps = json["aps"] as? [String: Any]
+            else { return nil }
+            return aps["timestamp"] as? Int
+        }
+        let first = Int(start.timeIntervalSince1970)
+        #expect(timestamps == [first, first + 1, first + 2, first + 3])
+    }
+}
+
 @Suite("Log sender")
 struct LogSenderTests {
     /// Without APNs credentials pushes drain through the log sender, marked as not delivered in the
