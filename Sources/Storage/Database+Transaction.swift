@@ -156,6 +156,17 @@ struct SQLiteTransaction: StoreTransaction {
                     throw LimitReached(what: "push-to-start devices per customer", limit: deviceLimit)
                 }
             }
+            // The phone is this person's now: no earlier registration of its token for this app,
+            // whoever made it, may start someone else's order on it.
+            try connection.cached(
+                """
+                DELETE FROM push_to_start_tokens WHERE bundle_id = ? AND push_token = ?
+                    AND NOT (merchant_id = ? AND customer_id = ? AND device_id = ?)
+                """
+            ).run([
+                .text(bundleID), .text(pushToken), .text(device.merchantID), .text(device.customerID),
+                .text(device.deviceID),
+            ])
             try connection.cached(
                 """
                 INSERT INTO push_to_start_tokens (merchant_id, customer_id, device_id, credential_id, push_token,

@@ -52,7 +52,9 @@ public protocol StoreTransaction {
     ) throws(StorageError) -> ActivityRegistration
 
     /// Stores a device's push-to-start token under its merchant and customer; a new token for the same
-    /// device replaces the old one (and the credential it came with).
+    /// device replaces the old one (and the credential it came with). The latest registration of a
+    /// token for an app wins: every other registration of it (another customer who used the phone
+    /// before, of this merchant or another) is removed, so no one else's order starts on that phone.
     /// - Parameter deviceLimit: devices the customer may have; a new one past it throws `limitReached`.
     func registerPushToStart(
         _ device: DeviceKey, credentialID: String, pushToken: String, environment: PushEnvironment, bundleID: String,

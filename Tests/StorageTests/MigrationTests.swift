@@ -10,9 +10,9 @@ struct MigrationTests {
         let directory = try TemporaryDirectory()
         let configuration = StorageConfiguration(dataDirectory: directory.path)
         let bundled = try Migrator.bundled()
-        #expect(bundled.map(\.version) == [1, 2, 3, 4, 5, 6, 7, 8])
+        #expect(bundled.map(\.version) == Array(1...9))
         let connection = try SQLiteConnection.open(configuration)
-        #expect(try Migrator.migrate(connection, bundled) == [1, 2, 3, 4, 5, 6, 7, 8])
+        #expect(try Migrator.migrate(connection, bundled) == Array(1...9))
         #expect(try Migrator.migrate(connection, bundled) == [])
         let tables = try connection.cached("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
             .rows([]) { try $0.text("name") }
@@ -71,7 +71,7 @@ struct MigrationTests {
                 rider.map(DatabaseValue.text) ?? .null,
             ])
         }
-        #expect(try Migrator.migrate(connection, bundled) == [8])
+        #expect(try Migrator.migrate(connection, bundled.filter { $0.version <= 8 }) == [8])
         let bound = try connection.cached("SELECT id, merchant_id FROM api_keys ORDER BY id").rows([]) {
             "\(try $0.text("id"))=\(try $0.optionalText("merchant_id") ?? "none")"
         }

@@ -1,4 +1,5 @@
--- deliveryd's schema on PostgreSQL: the SQLite schema as of its migration 0008, in PostgreSQL's types.
+-- deliveryd's schema on PostgreSQL: the SQLite schema as of its migration 0008, in PostgreSQL's types
+-- (SQLite's later migrations follow here as 0002 and on).
 -- Times are milliseconds since 1970 (bigint), as on SQLite, so that both backends share their rows'
 -- meaning; money is not stored; coordinates are double precision.
 
