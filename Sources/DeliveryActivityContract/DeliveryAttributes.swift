@@ -49,10 +49,13 @@ public struct DeliveryAttributes: Codable, Hashable, Sendable {
         public var remainingDistance: Int?
         /// The rider is a few hundred metres away or less: show "arriving", not a distance.
         public var arriving: Bool
+        /// When the order was delivered or cancelled, on the final state only. A widget shows this
+        /// time, not `estimatedArrival` (the promise the merchant made), and stops any countdown.
+        public var endedAt: Date?
 
         public init(
             status: String, stage: Int, progress: Double, statusText: String, estimatedArrival: Date,
-            riderName: String?, remainingDistance: Int? = nil, arriving: Bool = false
+            riderName: String?, remainingDistance: Int? = nil, arriving: Bool = false, endedAt: Date? = nil
         ) {
             self.status = status
             self.stage = stage
@@ -62,15 +65,17 @@ public struct DeliveryAttributes: Codable, Hashable, Sendable {
             self.riderName = riderName
             self.remainingDistance = remainingDistance
             self.arriving = arriving
+            self.endedAt = endedAt
         }
 
         private enum CodingKeys: String, CodingKey {
             case status, stage, progress, statusText, estimatedArrival, riderName, remainingDistance, arriving
+            case endedAt
         }
 
-        /// `arriving` is sent only when true and `remainingDistance` only when known, so that the
-        /// pushes of orders without a ride stay as small as before and an app built before these
-        /// fields, or a server that does not send them, decodes as it did.
+        /// `arriving` is sent only when true, `remainingDistance` only when known and `endedAt` only
+        /// at the end, so that the pushes of orders without a ride stay as small as before and an
+        /// app built before these fields, or a server that does not send them, decodes as it did.
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             status = try container.decode(String.self, forKey: .status)
@@ -81,6 +86,7 @@ public struct DeliveryAttributes: Codable, Hashable, Sendable {
             riderName = try container.decodeIfPresent(String.self, forKey: .riderName)
             remainingDistance = try container.decodeIfPresent(Int.self, forKey: .remainingDistance)
             arriving = try container.decodeIfPresent(Bool.self, forKey: .arriving) ?? false
+            endedAt = try container.decodeIfPresent(Date.self, forKey: .endedAt)
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -93,6 +99,7 @@ public struct DeliveryAttributes: Codable, Hashable, Sendable {
             try container.encodeIfPresent(riderName, forKey: .riderName)
             try container.encodeIfPresent(remainingDistance, forKey: .remainingDistance)
             if arriving { try container.encode(true, forKey: .arriving) }
+            try container.encodeIfPresent(endedAt, forKey: .endedAt)
         }
 
         /// The status as a case this version knows, `nil` for one a newer server sent.

@@ -29,7 +29,10 @@ public struct LiveActivityProjector: Sendable {
             progress: Double(order.stage) / 4,
             statusText: Language(localeTag: order.customer.locale).statusText(order.status),
             estimatedArrival: roundedEstimatedArrival(order.estimatedArrival),
-            riderName: order.rider.flatMap { firstName(of: $0.name) }
+            riderName: order.rider.flatMap { firstName(of: $0.name) },
+            // The order's last change is its end: delivered or cancelled orders take no other.
+            endedAt: order.status.isTerminal
+                ? Date(timeIntervalSinceReferenceDate: Double(encodedDate(order.updatedAt))) : nil
         )
     }
 
@@ -109,6 +112,9 @@ public struct LiveActivityProjector: Sendable {
         writer.beginObject()
         if state.arriving {
             writer.member("arriving", true)
+        }
+        if let endedAt = state.endedAt {
+            writer.member("endedAt", encodedDate(endedAt))
         }
         writer.member("estimatedArrival", encodedDate(state.estimatedArrival))
         writer.member("progress", state.progress)

@@ -13,7 +13,8 @@ enum Fixtures {
         locale: String = "en-US",
         rider: Rider? = Rider(id: "r-7", name: "Marco Rossi", phone: "+39 06 1234567"),
         merchantName: String = "Pizza Roma",
-        eta: Date = placedAt.addingTimeInterval(1800)
+        eta: Date = placedAt.addingTimeInterval(1800),
+        updatedAt: Date = placedAt
     ) -> Order {
         Order(
             id: "o-1", merchantID: "m-1", number: "A-1001", merchantName: merchantName,
@@ -21,7 +22,7 @@ enum Fixtures {
             customer: Customer(id: "c-42", name: "Ana Lima", phone: "+49 30 1234567", locale: locale),
             address: "Hauptstr. 1, 10115 Berlin", payment: Payment(method: "card", brand: "visa", last4: "4242"),
             note: "ring twice", status: status, cancelledAt: status == .cancelled ? .pickup : nil,
-            estimatedArrival: eta, rider: rider, createdAt: placedAt, updatedAt: placedAt
+            estimatedArrival: eta, rider: rider, createdAt: placedAt, updatedAt: updatedAt
         )
     }
 }

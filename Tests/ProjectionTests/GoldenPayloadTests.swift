@@ -26,11 +26,11 @@ struct GoldenPayloadTests {
         ),
         (
             .delivered,
-            #"{"aps":{"alert":{"body":"Your order from Pizza Roma has arrived.","sound":"default","title":"Delivered"},"content-state":{"estimatedArrival":817907400,"progress":1,"riderName":"Marco","stage":4,"status":"delivered","statusText":"Delivered"},"dismissal-date":1796214300,"event":"end","relevance-score":10,"timestamp":1796213400}}"#
+            #"{"aps":{"alert":{"body":"Your order from Pizza Roma has arrived.","sound":"default","title":"Delivered"},"content-state":{"endedAt":817905600,"estimatedArrival":817907400,"progress":1,"riderName":"Marco","stage":4,"status":"delivered","statusText":"Delivered"},"dismissal-date":1796214300,"event":"end","relevance-score":10,"timestamp":1796213400}}"#
         ),
         (
             .cancelled,
-            #"{"aps":{"alert":{"body":"Your order from Pizza Roma was cancelled.","sound":"default","title":"Order cancelled"},"content-state":{"estimatedArrival":817907400,"progress":0.5,"riderName":"Marco","stage":2,"status":"cancelled","statusText":"Cancelled"},"dismissal-date":1796214300,"event":"end","relevance-score":10,"timestamp":1796213400}}"#
+            #"{"aps":{"alert":{"body":"Your order from Pizza Roma was cancelled.","sound":"default","title":"Order cancelled"},"content-state":{"endedAt":817905600,"estimatedArrival":817907400,"progress":0.5,"riderName":"Marco","stage":2,"status":"cancelled","statusText":"Cancelled"},"dismissal-date":1796214300,"event":"end","relevance-score":10,"timestamp":1796213400}}"#
         ),
     ]
 

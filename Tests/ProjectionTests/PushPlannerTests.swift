@@ -51,6 +51,26 @@ struct PushPlannerTests {
         }
     }
 
+    /// The end says when the order ended, not the ETA the merchant promised: delivered 30 minutes
+    /// early, the final state carries the delivery time, and the app's own types decode it.
+    @Test func theEndCarriesWhenTheOrderEnded() throws {
+        for status in [OrderStatus.delivered, .cancelled] {
+            let order = Fixtures.order(
+                status: status, eta: Fixtures.placedAt.addingTimeInterval(3600),
+                updatedAt: Fixtures.placedAt.addingTimeInterval(1800.4))
+            let activity = ActivityContext(bundleID: "b", startedAt: Fixtures.placedAt, lastSentStatus: .delivering)
+            let sent = try #require(push(try planner.planUpdate(order: order, activity: activity, now: Fixtures.now)))
+            let payload = try JSONSerialization.jsonObject(with: Data(sent.payload)) as? [String: Any]
+            let aps = try #require(payload?["aps"] as? [String: Any])
+            let stateJSON = try JSONSerialization.data(withJSONObject: try #require(aps["content-state"]))
+            let state = try JSONDecoder().decode(DeliveryAttributes.ContentState.self, from: stateJSON)
+            #expect(state.endedAt == Fixtures.placedAt.addingTimeInterval(1800), "\(status)")
+            #expect(state.estimatedArrival == Fixtures.placedAt.addingTimeInterval(3600))
+        }
+        let open = LiveActivityProjector().contentState(for: Fixtures.order(status: .delivering))
+        #expect(open.endedAt == nil)
+    }
+
     /// Replaying the same state, or moving the ETA by a few seconds, plans no push.
     @Test func repeatedStateIsSkipped() throws {
         let order = Fixtures.order(status: .pickup)
