@@ -149,7 +149,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StorageTests",
-            dependencies: ["Storage", "StorageCrashWriter", "TestSupport"],
+            dependencies: ["Storage", "PostgresStorage", "StorageCrashWriter", "TestSupport"],
             swiftSettings: strictSettings
         ),
         // The child process the storage crash test kills.

@@ -233,3 +233,25 @@ private final class LockedConnection: @unchecked Sendable {
         return try body(connection)
     }
 }
+
+extension Database: SQLStore {
+    package func readSession<T>(_ body: (any SQLSession) throws -> T) throws(StorageError) -> T {
+        try read { connection in try body(connection) }
+    }
+
+    package func writeSession<T>(_ body: (any SQLSession) throws -> T) throws -> T {
+        try writeConnectionPassingThrough { connection in try body(connection) }
+    }
+
+    package func writeSession<T>(
+        _ body: @escaping @Sendable (any SQLSession) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        writeConnection({ connection in try body(connection) }, completion: completion)
+    }
+
+    /// Truncates the WAL: the pages of erased rows are gone from it once copied into the file.
+    package func discardErasedCopies() throws(StorageError) {
+        try truncateLog()
+    }
+}

@@ -80,8 +80,6 @@ public protocol DeliveryStore: Sendable {
     func erasePersonalData(merchantID: String, customerID: String, now: Date) throws(StorageError) -> ErasureReport
 }
 
-extension Database: DeliveryStore {}
-
 /// Writes of one step, each in a transaction of its own, for callers that have nothing else to write
 /// with them.
 extension DeliveryStore {

@@ -84,7 +84,7 @@ public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible 
 
     /// Any error of a storage call as the `StorageError` it stands for: itself, SQLite's and a cap's
     /// mapped, anything else `failed` with `context` (what was being done).
-    init(_ error: any Error, context: String) {
+    package init(_ error: any Error, context: String) {
         switch error {
         case let error as StorageError: self = error
         case let error as SQLiteError: self.init(sqlite: error)

@@ -8,9 +8,10 @@ import Testing
 @Suite("Orders and the write path")
 struct OrderStoreTests {
     /// An order round-trips through the file with every field, private ones included.
-    @Test func orderRoundTrip() throws {
-        let directory = try TemporaryDirectory()
-        let database = try StoreFixtures.database(directory)
+    @Test(arguments: StoreBackend.all)
+    func orderRoundTrip(backend: StoreBackend) throws {
+        let place = StoreContractTests.Place()
+        let database = try backend.open(place.path)
         let (order, event) = try StoreFixtures.newOrder()
         guard
             case .created = try database.createOrder(order, event: event, trackingTokenHash: "h", now: StoreFixtures.t0)
@@ -24,9 +25,10 @@ struct OrderStoreTests {
     }
 
     /// The same merchant and number again returns the stored order and writes nothing new.
-    @Test func duplicateNumberReturnsExisting() throws {
-        let directory = try TemporaryDirectory()
-        let database = try StoreFixtures.database(directory)
+    @Test(arguments: StoreBackend.all)
+    func duplicateNumberReturnsExisting(backend: StoreBackend) throws {
+        let place = StoreContractTests.Place()
+        let database = try backend.open(place.path)
         let (order, event) = try StoreFixtures.newOrder()
         _ = try database.createOrder(order, event: event, trackingTokenHash: "h1", now: StoreFixtures.t0)
         let (again, againEvent) = try StoreFixtures.newOrder(id: "o-2")
@@ -38,9 +40,10 @@ struct OrderStoreTests {
 
     /// A push-to-start device of the merchant's customer queues one start row when the order is
     /// created; the same customer id's device at another merchant queues nothing.
-    @Test func creationQueuesStart() throws {
-        let directory = try TemporaryDirectory()
-        let database = try StoreFixtures.database(directory)
+    @Test(arguments: StoreBackend.all)
+    func creationQueuesStart(backend: StoreBackend) throws {
+        let place = StoreContractTests.Place()
+        let database = try backend.open(place.path)
         for merchant in ["m-1", "m-2"] {
             try database.registerPushToStart(
                 DeviceKey(merchantID: merchant, customerID: "c-42", deviceID: "iphone"), credentialID: "c" + merchant,
@@ -63,11 +66,13 @@ struct OrderStoreTests {
     }
 
     /// One status change writes the order, its event and one outbox row per live activity, in one go.
-    @Test func statusChangeWritesAllOrNothing() throws {
-        let directory = try TemporaryDirectory()
-        let database = try StoreFixtures.database(directory)
+    @Test(arguments: StoreBackend.all)
+    func statusChangeWritesAllOrNothing(backend: StoreBackend) throws {
+        let place = StoreContractTests.Place()
+        let database = try backend.open(place.path)
         _ = try StoreFixtures.seed(database, activities: 3)
-        try database.endActivity(orderID: "o-1", activityID: "act-2", reason: "user", now: StoreFixtures.t0)
+        try database.endActivity(
+            orderID: "o-1", activityID: "act-2", reason: "user", now: StoreFixtures.t0, onlyIfRegisteredBefore: nil)
 
         let stored = try StoreFixtures.setStatus(database, "o-1", .preparing)
         #expect(stored.outcome.transitionName == "applied")
@@ -92,9 +97,10 @@ struct OrderStoreTests {
     }
 
     /// A missing order is a fact the store reports (`nil`), and the change is never asked.
-    @Test func missingOrder() throws {
-        let directory = try TemporaryDirectory()
-        let database = try StoreFixtures.database(directory)
+    @Test(arguments: StoreBackend.all)
+    func missingOrder(backend: StoreBackend) throws {
+        let place = StoreContractTests.Place()
+        let database = try backend.open(place.path)
         let stored = try database.change(orderID: "nope", now: StoreFixtures.t0) { _ throws(OrderError) in
             Issue.record("the change ran for a missing order")
             throw OrderError(.notFound, "unreachable")
@@ -103,9 +109,10 @@ struct OrderStoreTests {
     }
 
     /// Readers on other threads see only committed states while a writer keeps committing.
-    @Test func concurrentReadersWithWriter() async throws {
-        let directory = try TemporaryDirectory()
-        let database = try StoreFixtures.database(directory)
+    @Test(arguments: StoreBackend.all)
+    func concurrentReadersWithWriter(backend: StoreBackend) async throws {
+        let place = StoreContractTests.Place()
+        let database = try backend.open(place.path)
         for index in 0..<20 { _ = try StoreFixtures.seed(database, id: "o-\(index)") }
         try await withThrowingTaskGroup(of: Int.self) { group in
             group.addTask {
@@ -142,9 +149,10 @@ struct OrderStoreTests {
 @Suite("DeliveryStore interface")
 struct DeliveryStoreTests {
     /// The service's view of storage works through the protocol alone, as another backend would be used.
-    @Test func flowThroughProtocol() throws {
-        let directory = try TemporaryDirectory()
-        let store: any DeliveryStore = try StoreFixtures.database(directory)
+    @Test(arguments: StoreBackend.all)
+    func flowThroughProtocol(backend: StoreBackend) throws {
+        let place = StoreContractTests.Place()
+        let store = try backend.open(place.path)
         let (order, event) = try StoreFixtures.newOrder()
         _ = try store.createOrder(order, event: event, trackingTokenHash: nil, now: StoreFixtures.t0, requestID: "r-1")
         _ = try store.registerActivity(

@@ -8,9 +8,10 @@ import Testing
 @Suite("Outbox")
 struct OutboxTests {
     /// Claimed rows are leased: a second worker gets nothing until the lease runs out, then the same rows.
-    @Test func leaseBringsBackRowsOfACrashedWorker() throws {
-        let directory = try TemporaryDirectory()
-        let database = try StoreFixtures.database(directory)
+    @Test(arguments: StoreBackend.all)
+    func leaseBringsBackRowsOfACrashedWorker(backend: StoreBackend) throws {
+        let place = StoreContractTests.Place()
+        let database = try backend.open(place.path)
         _ = try StoreFixtures.seed(database, activities: 2)
         _ = try StoreFixtures.setStatus(database, "o-1", .preparing)
         let t = StoreFixtures.t0
@@ -24,9 +25,10 @@ struct OutboxTests {
     }
 
     /// 100 updates queued for one activity while nothing is sent coalesce to one row: the newest.
-    @Test func pendingUpdatesCoalesce() throws {
-        let directory = try TemporaryDirectory()
-        let database = try StoreFixtures.database(directory)
+    @Test(arguments: StoreBackend.all)
+    func pendingUpdatesCoalesce(backend: StoreBackend) throws {
+        let place = StoreContractTests.Place()
+        let database = try backend.open(place.path)
         _ = try StoreFixtures.seed(database)
         var lastEvent: Int64?
         for step in 0..<100 {
@@ -45,9 +47,10 @@ struct OutboxTests {
     }
 
     /// While a row of an activity is in flight, a newer row for it waits; a retry of the old one is superseded.
-    @Test func inFlightTargetIsNotRaced() throws {
-        let directory = try TemporaryDirectory()
-        let database = try StoreFixtures.database(directory)
+    @Test(arguments: StoreBackend.all)
+    func inFlightTargetIsNotRaced(backend: StoreBackend) throws {
+        let place = StoreContractTests.Place()
+        let database = try backend.open(place.path)
         _ = try StoreFixtures.seed(database)
         let t = StoreFixtures.t0
         _ = try StoreFixtures.setStatus(database, "o-1", .preparing)
@@ -61,9 +64,10 @@ struct OutboxTests {
     }
 
     /// Retries wait for their time; dead letters are listed with their reason and can be replayed.
-    @Test func retryDeadAndReplay() throws {
-        let directory = try TemporaryDirectory()
-        let database = try StoreFixtures.database(directory)
+    @Test(arguments: StoreBackend.all)
+    func retryDeadAndReplay(backend: StoreBackend) throws {
+        let place = StoreContractTests.Place()
+        let database = try backend.open(place.path)
         _ = try StoreFixtures.seed(database)
         let t = StoreFixtures.t0
         _ = try StoreFixtures.setStatus(database, "o-1", .preparing)
@@ -74,10 +78,10 @@ struct OutboxTests {
             try database.claimDue(owner: "w", now: t.addingTimeInterval(60), lease: 30, limit: 1).first)
         #expect(retried.id == row.id)
         try database.markDead(row, reason: "TopicDisallowed", now: t.addingTimeInterval(61))
-        #expect(try database.deadLetters().map(\.reason) == ["TopicDisallowed"])
+        #expect(try database.deadLetters(limit: 100).map(\.reason) == ["TopicDisallowed"])
         #expect(try database.outboxDepth().count == 0)
         #expect(try database.replayDeadLetters(ids: nil, now: t.addingTimeInterval(70)) == 1)
-        #expect(try database.deadLetters().isEmpty)
+        #expect(try database.deadLetters(limit: 100).isEmpty)
         #expect(
             try database.claimDue(owner: "w", now: t.addingTimeInterval(70), lease: 30, limit: 1).map(\.id) == [row.id])
         try database.markSent(row, now: t.addingTimeInterval(71))
@@ -85,9 +89,10 @@ struct OutboxTests {
     }
 
     /// A 410 removes a token only if it was registered before APNs' timestamp; removal stops its rows.
-    @Test func tokenRemovalHonoursRegistrationTime() throws {
-        let directory = try TemporaryDirectory()
-        let database = try StoreFixtures.database(directory)
+    @Test(arguments: StoreBackend.all)
+    func tokenRemovalHonoursRegistrationTime(backend: StoreBackend) throws {
+        let place = StoreContractTests.Place()
+        let database = try backend.open(place.path)
         _ = try StoreFixtures.seed(database)
         let t = StoreFixtures.t0
         _ = try database.registerActivity(
@@ -162,9 +167,10 @@ struct CheckpointTests {
 struct PriorityBudgetTests {
     /// Only accepted priority-10 pushes of that activity within the window count against its budget,
     /// as the push worker reads it (`pushBatchContext`) after recording attempts (`completePushes`).
-    @Test func countsAcceptedHighPriorityPushes() throws {
-        let directory = try TemporaryDirectory()
-        let database = try StoreFixtures.database(directory)
+    @Test(arguments: StoreBackend.all)
+    func countsAcceptedHighPriorityPushes(backend: StoreBackend) throws {
+        let place = StoreContractTests.Place()
+        let database = try backend.open(place.path)
         _ = try StoreFixtures.seed(database, activities: 2)
         let t = StoreFixtures.t0
         let registrations = try database.claimDue(owner: "w", now: t, lease: 30, limit: 10)

@@ -20,7 +20,7 @@ struct SQLiteConnectionTests {
                 try connection.cached("INSERT INTO note (body, weight, raw) VALUES (?, ?, ?)")
                     .run([.text("héllo, wörld ✓"), .real(2.5), .blob([0, 1, 254, 255])])
             }
-            #expect(connection.lastInsertRowID == 1)
+            #expect(connection.changes == 1)
         }
         #expect(FileManager.default.fileExists(atPath: configuration.databasePath))
 

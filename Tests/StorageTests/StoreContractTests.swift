@@ -1,12 +1,13 @@
 import Foundation
 import OrderDomain
+import PostgresStorage
 import Storage
 import Synchronization
 import TestSupport
 import Testing
 
 /// A backend the contract runs against: how to open a fresh store, and a second handle on the same
-/// data (another node). SQLite is the only one so far; a PostgreSQL backend adds its own line.
+/// data (another node).
 struct StoreBackend: Sendable, CustomTestStringConvertible {
     let name: String
     let open: @Sendable (_ place: String) throws -> any DeliveryStore
@@ -14,8 +15,23 @@ struct StoreBackend: Sendable, CustomTestStringConvertible {
     var testDescription: String { name }
 
     static let all: [StoreBackend] = [
-        StoreBackend(name: "SQLite") { place in try Database.open(StorageConfiguration(dataDirectory: place)) }
+        StoreBackend(name: "SQLite") { place in try Database.open(StorageConfiguration(dataDirectory: place)) },
+        StoreBackend(name: "PostgreSQL") { place in
+            try PostgresStore.open(url: try postgresDatabase(for: place), poolSize: 4)
+        },
     ]
+
+    /// One server for the contract's PostgreSQL runs, a database of its own for each place: a
+    /// second handle on a place is a second node on the same database.
+    static let postgres = Result { try PostgresServer() }
+    private static let postgresDatabases = Mutex<[String: String]>([:])
+
+    private static func postgresDatabase(for place: String) throws -> String {
+        if let url = postgresDatabases.withLock({ $0[place] }) { return url }
+        let url = try postgres.get().newDatabaseURL()
+        postgresDatabases.withLock { $0[place] = url }
+        return url
+    }
 }
 
 /// What every backend of `DeliveryStore` must do, written against the interface alone.

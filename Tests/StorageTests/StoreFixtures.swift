@@ -29,7 +29,7 @@ enum StoreFixtures {
     }
 
     /// Creates an order with `activities` registered activities.
-    static func seed(_ database: Database, id: String = "o-1", activities: Int = 1) throws -> Order {
+    static func seed(_ database: any DeliveryStore, id: String = "o-1", activities: Int = 1) throws -> Order {
         let (order, event) = try newOrder(id: id, number: "N-\(id)")
         _ = try database.createOrder(order, event: event, trackingTokenHash: "hash-\(id)", now: t0)
         for index in 0..<activities {
@@ -42,7 +42,7 @@ enum StoreFixtures {
     }
 
     /// Moves order `id` to `status` as an admin; the domain's refusal comes as the `OrderError` it is.
-    static func setStatus(_ database: Database, _ id: String, _ status: OrderStatus, at: Date = t0) throws
+    static func setStatus(_ database: any DeliveryStore, _ id: String, _ status: OrderStatus, at: Date = t0) throws
         -> StoredChange
     {
         let stored = try database.change(orderID: id, now: at) { order throws(OrderError) in

@@ -55,6 +55,19 @@ package final class PostgresServer: Sendable {
         }
     }
 
+    /// A libpq URL of a new, empty database on this server, owned by the `deliveryd` role: for a
+    /// test that needs a store of its own beside others on one server.
+    package func newDatabaseURL() throws -> String {
+        let name = "store_" + UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: "")
+        try Self.asPostgres(
+            Self.binaries + "/psql",
+            [
+                "-h", "127.0.0.1", "-p", String(port), "-U", "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1",
+                "-q", "-c", "CREATE DATABASE \(name) OWNER deliveryd",
+            ])
+        return "postgresql://deliveryd:deliveryd@127.0.0.1:\(port)/\(name)"
+    }
+
     /// Servers not stopped yet: a suite's shared server lives in a `static let`, which is never
     /// deinitialized, so the test process stops what is left when it exits.
     private static let running = Mutex<Set<String>>([])

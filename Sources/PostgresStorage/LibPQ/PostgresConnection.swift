@@ -12,6 +12,10 @@ package import Storage
 package final class PostgresConnection {
     private let handle: OpaquePointer
     private var statementNames: [String: String] = [:]
+    /// The store's `?` statements in PostgreSQL's `$n` spelling (see `cached`).
+    private var numberedSQL: [String: String] = [:]
+    /// Rows the last statement run by `query` changed (`SQLSession.changes`).
+    package private(set) var changes = 0
 
     private init(handle: OpaquePointer) {
         self.handle = handle
@@ -79,7 +83,17 @@ package final class PostgresConnection {
         }
         defer { PQclear(result) }
         try check(result, sql: sql)
-        return PostgresRows(result!, query: sql)
+        let rows = PostgresRows(result!, query: sql)
+        changes = rows.affected
+        return rows
+    }
+
+    /// `sql`, written with `?` parameters as SQLite takes them, numbered `$1`, `$2`, … once per text.
+    package func numbered(_ sql: String) -> String {
+        if let numbered = numberedSQL[sql] { return numbered }
+        let numbered = PlaceholderNumbering.numbered(sql)
+        numberedSQL[sql] = numbered
+        return numbered
     }
 
     private func preparedName(for sql: String) throws(StorageError) -> String {

@@ -5,7 +5,7 @@ internal import CSQLite
 /// - Important: A connection has exactly one owner at a time and is not `Sendable`: SQLite handles
 ///   must not be used from two threads at once. Share the database by giving each thread its own
 ///   connection (WAL lets readers run beside the one writer).
-package final class SQLiteConnection {
+package final class SQLiteConnection: SQLSession {
     private let handle: OpaquePointer
     private var statementCache: [String: SQLiteStatement] = [:]
     package let path: String
@@ -73,8 +73,7 @@ package final class SQLiteConnection {
     /// Rows changed by the last INSERT, UPDATE or DELETE.
     package var changes: Int { Int(sqlite3_changes(handle)) }
 
-    /// The rowid of the last INSERT on this connection.
-    package var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+    package var dialect: SQLDialect { .sqlite }
 
     /// Waits up to this many milliseconds for a lock held by another connection before `SQLITE_BUSY`.
     package func setBusyTimeout(milliseconds: Int32) {

@@ -1,7 +1,7 @@
 internal import CSQLite
 
 /// One prepared statement; the only place that holds a `sqlite3_stmt*`.
-package final class SQLiteStatement {
+package final class SQLiteStatement: SQLStatement {
     private let handle: OpaquePointer
     private unowned let connection: SQLiteConnection
     package let sql: String
@@ -64,14 +64,14 @@ package final class SQLiteStatement {
     }
 
     /// Runs a statement that returns no rows.
-    package func run(_ values: [DatabaseValue] = []) throws(SQLiteError) {
+    package func run(_ values: [DatabaseValue]) throws(SQLiteError) {
         try bind(values)
         while try step() {}
         sqlite3_reset(handle)
     }
 
     /// Runs a query and maps each row.
-    package func rows<T>(_ values: [DatabaseValue] = [], _ transform: (SQLiteRow) throws -> T) throws -> [T] {
+    package func rows<T>(_ values: [DatabaseValue], _ transform: (any DatabaseRow) throws -> T) throws -> [T] {
         try bind(values)
         defer { sqlite3_reset(handle) }
         var result: [T] = []
@@ -80,7 +80,7 @@ package final class SQLiteStatement {
     }
 
     /// Runs a query and maps its first row, if any.
-    package func firstRow<T>(_ values: [DatabaseValue] = [], _ transform: (SQLiteRow) throws -> T) throws -> T? {
+    package func firstRow<T>(_ values: [DatabaseValue], _ transform: (any DatabaseRow) throws -> T) throws -> T? {
         try bind(values)
         defer { sqlite3_reset(handle) }
         return try step() ? transform(SQLiteRow(statement: self)) : nil

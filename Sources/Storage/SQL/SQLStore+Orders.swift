@@ -7,19 +7,7 @@ public enum CreateOrderResult: Sendable, Hashable {
     case existing(Order)
 }
 
-extension Database {
-    static let orderColumns = """
-        id, merchant_id, number, merchant_name, items_json, customer_id, customer_name, customer_phone,
-        customer_locale, address, payment_method, payment_brand, payment_last4, note, status, cancelled_at_status,
-        estimated_arrival, rider_id, rider_name, rider_phone, created_at, updated_at, destination_latitude,
-        destination_longitude, ride_position_at, ride_remaining_m, ride_initial_m, ride_eta
-        """
-
-    /// The INSERT of a whole order row (`orderColumns` and its tracking token's hash).
-    static let insertOrder =
-        "INSERT INTO orders (\(orderColumns), tracking_token_hash) VALUES ("
-        + Array(repeating: "?", count: orderColumns.split(separator: ",").count + 1).joined(separator: ", ") + ")"
-
+extension SQLStore {
     /// Reads an order, private fields included.
     public func order(id: String) throws(StorageError) -> Order? {
         try order(id: id, includingItems: true)
@@ -28,9 +16,9 @@ extension Database {
     /// Reads an order; without its items for readers that never show them (a position, the pusher):
     /// decoding the items' JSON is most of the cost of reading an order.
     public func order(id: String, includingItems: Bool) throws(StorageError) -> Order? {
-        try read { connection in
-            try connection.cached("SELECT \(Self.orderColumns) FROM orders WHERE id = ?").firstRow([.text(id)]) {
-                try Self.decodeOrder($0, withItems: includingItems)
+        try readSession { connection in
+            try connection.cached("SELECT \(StoreSQL.orderColumns) FROM orders WHERE id = ?").firstRow([.text(id)]) {
+                try StoreSQL.decodeOrder($0, withItems: includingItems)
             }
         }
     }
@@ -38,15 +26,15 @@ extension Database {
     /// The open orders assigned to a rider, without their items, oldest first: what one position of
     /// that rider moves.
     public func openOrders(merchantID: String, riderID: String, limit: Int) throws(StorageError) -> [Order] {
-        try read { connection in
+        try readSession { connection in
             try connection.cached(
                 """
-                SELECT \(Self.orderColumns) FROM orders
+                SELECT \(StoreSQL.orderColumns) FROM orders
                 WHERE merchant_id = ? AND rider_id = ? AND status NOT IN ('delivered', 'cancelled')
                 ORDER BY created_at, id LIMIT ?
                 """
             ).rows([.text(merchantID), .text(riderID), .integer(Int64(limit))]) {
-                try Self.decodeOrder($0, withItems: false)
+                try StoreSQL.decodeOrder($0, withItems: false)
             }
         }
     }
@@ -56,7 +44,7 @@ extension Database {
     /// - Returns: the pushes queued.
     public func recordRides(_ updates: [RideUpdate], now: Date) throws(StorageError) -> Int {
         guard !updates.isEmpty else { return 0 }
-        return try writeConnection { connection in
+        return try writeSQL { connection in
             var queued = 0
             for update in updates {
                 try connection.cached(
@@ -64,10 +52,10 @@ extension Database {
                     UPDATE orders SET ride_position_at = ?, ride_remaining_m = ?, ride_initial_m = ?, ride_eta = ?
                     WHERE id = ? AND status NOT IN ('delivered', 'cancelled')
                     """
-                ).run(Self.rideValues(update.tracking) + [.text(update.orderID)])
+                ).run(StoreSQL.rideValues(update.tracking) + [.text(update.orderID)])
                 guard update.queuesPushes, connection.changes > 0 else { continue }
-                for activity in try Self.liveActivityIDs(orderID: update.orderID, connection) {
-                    try Self.enqueue(
+                for activity in try StoreSQL.liveActivityIDs(orderID: update.orderID, connection) {
+                    try StoreSQL.enqueue(
                         orderID: update.orderID, eventID: nil, target: .activity(activityID: activity), now: now,
                         requestID: nil, connection)
                     queued += 1
@@ -77,18 +65,11 @@ extension Database {
         }
     }
 
-    /// The activities of an order that a push can reach.
-    static func liveActivityIDs(orderID: String, _ connection: SQLiteConnection) throws -> [String] {
-        try connection.cached(
-            "SELECT activity_id FROM activities WHERE order_id = ? AND ended_at IS NULL AND push_token != ''"
-        ).rows([.text(orderID)]) { try $0.text("activity_id") }
-    }
-
     /// Gives an order a new tracking token (its hash): the old token stops working with this commit.
     /// - Returns: whether the order exists.
     @discardableResult
     public func replaceTrackingToken(orderID: String, hash: String) throws(StorageError) -> Bool {
-        try writeConnection { connection in
+        try writeSQL { connection in
             try connection.cached("UPDATE orders SET tracking_token_hash = ? WHERE id = ?").run([
                 .text(hash), .text(orderID),
             ])
@@ -98,15 +79,15 @@ extension Database {
 
     /// The order a customer's tracking token opens.
     public func order(trackingTokenHash: String) throws(StorageError) -> Order? {
-        try read { connection in
-            try connection.cached("SELECT \(Self.orderColumns) FROM orders WHERE tracking_token_hash = ?")
-                .firstRow([.text(trackingTokenHash)], Self.decodeOrder)
+        try readSession { connection in
+            try connection.cached("SELECT \(StoreSQL.orderColumns) FROM orders WHERE tracking_token_hash = ?")
+                .firstRow([.text(trackingTokenHash)], StoreSQL.decodeOrder)
         }
     }
 
     /// The order's history, oldest first.
     public func events(orderID: String) throws(StorageError) -> [OrderEvent] {
-        try read { connection in
+        try readSession { connection in
             try connection.cached(
                 "SELECT order_id, kind, from_status, to_status, actor, at, reason FROM order_events WHERE order_id = ? ORDER BY id"
             ).rows([.text(orderID)]) { row in
@@ -121,7 +102,7 @@ extension Database {
 
     /// How many orders are in each status.
     public func orderCountsByStatus() throws(StorageError) -> [OrderStatus: Int] {
-        try read { connection in
+        try readSession { connection in
             var counts: [OrderStatus: Int] = [:]
             let rows = try connection.cached("SELECT status, count(*) AS total FROM orders GROUP BY status").rows([]) {
                 row in (try row.value("status", as: OrderStatus.self), Int(try row.int("total")))
@@ -133,7 +114,7 @@ extension Database {
 
     /// Per open status, the order that changed least recently, and how many orders are in it.
     public func oldestOpenOrders() throws(StorageError) -> [OpenOrderAge] {
-        try read { connection in
+        try readSession { connection in
             try connection.cached(
                 """
                 SELECT o.status, o.id, o.merchant_id, o.number, o.updated_at, s.total FROM (
@@ -158,7 +139,7 @@ extension Database {
     /// Orders whose id or number is `text` exactly, newest first: what support staff type when a
     /// customer calls (a number can repeat across merchants).
     public func orderIDs(matching text: String, limit: Int) throws(StorageError) -> [String] {
-        try read { connection in
+        try readSession { connection in
             try connection.cached(
                 "SELECT id FROM orders WHERE id = ?1 OR number = ?1 ORDER BY created_at DESC, id LIMIT ?2"
             ).rows([.text(text), .integer(Int64(limit))]) { try $0.text("id") }
@@ -167,7 +148,7 @@ extension Database {
 
     /// Open orders per merchant, most first.
     public func openOrderCountsByMerchant(limit: Int) throws(StorageError) -> [MerchantOpenOrders] {
-        try read { connection in
+        try readSession { connection in
             try connection.cached(
                 """
                 SELECT merchant_id, count(*) AS open FROM orders
@@ -179,25 +160,47 @@ extension Database {
             }
         }
     }
+}
 
-    static func insert(_ event: OrderEvent, requestID: String? = nil, _ connection: SQLiteConnection) throws -> Int64 {
+extension StoreSQL {
+    static let orderColumns = """
+        id, merchant_id, number, merchant_name, items_json, customer_id, customer_name, customer_phone,
+        customer_locale, address, payment_method, payment_brand, payment_last4, note, status, cancelled_at_status,
+        estimated_arrival, rider_id, rider_name, rider_phone, created_at, updated_at, destination_latitude,
+        destination_longitude, ride_position_at, ride_remaining_m, ride_initial_m, ride_eta
+        """
+
+    /// The INSERT of a whole order row (`orderColumns` and its tracking token's hash).
+    static let insertOrder =
+        "INSERT INTO orders (\(orderColumns), tracking_token_hash) VALUES ("
+        + Array(repeating: "?", count: orderColumns.split(separator: ",").count + 1).joined(separator: ", ") + ")"
+
+    /// The activities of an order that a push can reach.
+    static func liveActivityIDs(orderID: String, _ connection: any SQLSession) throws -> [String] {
         try connection.cached(
+            "SELECT activity_id FROM activities WHERE order_id = ? AND ended_at IS NULL AND push_token != ''"
+        ).rows([.text(orderID)]) { try $0.text("activity_id") }
+    }
+
+    static func insert(_ event: OrderEvent, requestID: String? = nil, _ connection: any SQLSession) throws -> Int64 {
+        let id = try connection.cached(
             """
             INSERT INTO order_events (order_id, kind, from_status, to_status, actor, at, reason, request_id)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id
             """
-        ).run([
+        ).firstRow([
             .text(event.orderID), .text(event.kind.rawValue), .text(event.from.rawValue), .text(event.to.rawValue),
             .text(event.actor), .integer(event.at.storageMilliseconds), event.reason.map(DatabaseValue.text) ?? .null,
             requestID.map(DatabaseValue.text) ?? .null,
-        ])
-        return connection.lastInsertRowID
+        ]) { try $0.int("id") }
+        guard let id else { throw StorageError("the event of order \(event.orderID) was not inserted") }
+        return id
     }
 
     /// Queues a push, superseding the target's older pending rows: only the newest state is sent.
     static func enqueue(
         orderID: String, eventID: Int64?, target: OutboxTarget, now: Date, requestID: String?,
-        _ connection: SQLiteConnection
+        _ connection: any SQLSession
     )
         throws
     {
@@ -246,13 +249,13 @@ extension Database {
         ]
     }
 
-    static func decodeOrder(_ row: SQLiteRow) throws -> Order {
+    static func decodeOrder(_ row: any DatabaseRow) throws -> Order {
         try decodeOrder(row, withItems: true)
     }
 
     /// - Parameter withItems: `false` leaves `items` empty, for readers that never show them (the
     ///   pusher's projection): decoding the items' JSON is most of the cost of reading an order.
-    static func decodeOrder(_ row: SQLiteRow, withItems: Bool) throws -> Order {
+    static func decodeOrder(_ row: any DatabaseRow, withItems: Bool) throws -> Order {
         let items =
             withItems ? try JSONDecoder().decode([StoredItem].self, from: Data(try row.text("items_json").utf8)) : []
         let id = try row.text("id")

@@ -1,14 +1,12 @@
 public import FoundationEssentials
 
-extension Database {
-    private static let customerCredentialColumns = "id, key_hash, merchant_id, customer_id, created_at, revoked_at"
-
+extension SQLStore {
     /// Stores a new customer credential.
     /// - Throws: `StorageError` when the id is taken.
     public func createCustomerCredential(_ credential: CustomerCredentialRecord) throws(StorageError) {
-        try writeConnection { connection in
+        try writeSQL { connection in
             try connection.cached(
-                "INSERT INTO customer_credentials (\(Self.customerCredentialColumns)) VALUES (?, ?, ?, ?, ?, NULL)"
+                "INSERT INTO customer_credentials (\(StoreSQL.customerCredentialColumns)) VALUES (?, ?, ?, ?, ?, NULL)"
             ).run([
                 .text(credential.id), .text(credential.keyHash), .text(credential.merchantID),
                 .text(credential.customerID), .integer(credential.createdAt.storageMilliseconds),
@@ -18,9 +16,9 @@ extension Database {
 
     /// One customer credential by id, revoked or not.
     public func customerCredential(id: String) throws(StorageError) -> CustomerCredentialRecord? {
-        try read { connection in
+        try readSession { connection in
             try connection.cached(
-                "SELECT \(Self.customerCredentialColumns) FROM customer_credentials WHERE id = ?"
+                "SELECT \(StoreSQL.customerCredentialColumns) FROM customer_credentials WHERE id = ?"
             ).firstRow([.text(id)]) { row in
                 CustomerCredentialRecord(
                     id: try row.text("id"), keyHash: try row.text("key_hash"), merchantID: try row.text("merchant_id"),
@@ -38,7 +36,7 @@ extension Database {
     public func revokeCustomerCredential(id: String, merchantID: String, customerID: String, now: Date)
         throws(StorageError) -> Bool
     {
-        try writeConnection { connection in
+        try writeSQL { connection in
             try connection.cached(
                 """
                 UPDATE customer_credentials SET revoked_at = ?
@@ -50,4 +48,8 @@ extension Database {
             return true
         }
     }
+}
+
+extension StoreSQL {
+    fileprivate static let customerCredentialColumns = "id, key_hash, merchant_id, customer_id, created_at, revoked_at"
 }

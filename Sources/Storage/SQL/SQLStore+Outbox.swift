@@ -1,13 +1,13 @@
 public import FoundationEssentials
 
-extension Database {
+extension SQLStore {
     /// Moves the lease of every row `owner` is still sending to `until`; returns how many.
     ///
     /// A worker calls it while it holds rows (a batch in flight, or outcomes not written yet), so
     /// that a batch slower than its lease is not claimed again and pushed twice. A worker that died
     /// stops calling it, and its rows come back when their lease runs out.
     public func extendLeases(owner: String, until: Date) throws(StorageError) -> Int {
-        try writeConnection { connection in
+        try writeSQL { connection in
             try connection.cached(
                 "UPDATE outbox SET lease_until = ? WHERE state = 'sending' AND lease_owner = ? AND lease_until < ?"
             ).run([.integer(until.storageMilliseconds), .text(owner), .integer(until.storageMilliseconds)])
@@ -28,11 +28,11 @@ extension Database {
     ///   is a claim in microseconds against one that scans the backlog.
     public func claimDue(owner: String, now: Date, lease: TimeInterval, limit: Int) throws(StorageError) -> [OutboxItem]
     {
-        try writeConnection { connection in
+        try writeSQL { connection in
             let millis = now.storageMilliseconds
             try connection.cached(
                 """
-                UPDATE outbox SET state = \(Self.stateAfterSending), lease_owner = NULL, lease_until = NULL, updated_at = ?
+                UPDATE outbox SET state = \(StoreSQL.stateAfterSending), lease_owner = NULL, lease_until = NULL, updated_at = ?
                 WHERE state = 'sending' AND lease_until <= ?
                 """
             ).run([.integer(millis), .integer(millis)])
@@ -47,7 +47,7 @@ extension Database {
                           WHERE busy.order_id = candidate.order_id AND busy.kind = candidate.kind
                             AND busy.target_id = candidate.target_id AND busy.state IN ('pending', 'sending')
                             AND busy.state = 'sending' AND +busy.lease_until > ?)
-                    ORDER BY due_at, id LIMIT ?)
+                    ORDER BY due_at, id LIMIT ?\(connection.dialect.skippingLockedRows))
                 RETURNING id, order_id, event_id, kind, target_id, attempts, due_at, created_at, request_id
                 """
             ).rows([
@@ -56,7 +56,7 @@ extension Database {
             ]) { row in
                 OutboxItem(
                     id: try row.int("id"), orderID: try row.text("order_id"), eventID: try row.optionalInt("event_id"),
-                    target: try Self.decodeTarget(row), attempts: Int(try row.int("attempts")),
+                    target: try StoreSQL.decodeTarget(row), attempts: Int(try row.int("attempts")),
                     dueAt: Date(storageMilliseconds: try row.int("due_at")),
                     createdAt: Date(storageMilliseconds: try row.int("created_at")),
                     requestID: try row.optionalText("request_id")
@@ -65,6 +65,67 @@ extension Database {
         }
     }
 
+    /// Rows waiting to be sent (pending or in flight), and the due time of the oldest one.
+    public func outboxDepth() throws(StorageError) -> (count: Int, oldestDue: Date?) {
+        try readSession { connection in
+            try connection.cached(
+                "SELECT count(*) AS depth, min(due_at) AS oldest FROM outbox WHERE state IN ('pending', 'sending')"
+            ).firstRow([]) {
+                (Int(try $0.int("depth")), try $0.optionalInt("oldest").map(Date.init(storageMilliseconds:)))
+            } ?? (0, nil)
+        }
+    }
+
+    /// Dead letters, newest first.
+    public func deadLetters(limit: Int = 100) throws(StorageError) -> [DeadLetter] {
+        try readSession { connection in
+            try connection.cached(
+                """
+                SELECT id, order_id, kind, target_id, attempts, coalesce(last_error, '') AS reason, updated_at FROM outbox
+                WHERE state = 'dead' ORDER BY updated_at DESC, id DESC LIMIT ?
+                """
+            ).rows([.integer(Int64(limit))]) { row in
+                DeadLetter(
+                    id: try row.int("id"), orderID: try row.text("order_id"), target: try StoreSQL.decodeTarget(row),
+                    attempts: Int(try row.int("attempts")), reason: try row.text("reason"),
+                    diedAt: Date(storageMilliseconds: try row.int("updated_at"))
+                )
+            }
+        }
+    }
+
+    /// An order's push log, oldest first.
+    public func pushLog(orderID: String) throws(StorageError) -> [PushAttempt] {
+        try readSession { connection in
+            try connection.cached(
+                "SELECT \(StoreSQL.pushLogColumns) FROM push_log WHERE order_id = ? ORDER BY id"
+            ).rows([.text(orderID)], StoreSQL.decodePushAttempt)
+        }
+    }
+
+    /// The newest attempts that APNs did not accept (or that never reached it), newest first.
+    public func recentPushFailures(limit: Int) throws(StorageError) -> [PushAttempt] {
+        try readSession { connection in
+            try connection.cached(
+                """
+                SELECT \(StoreSQL.pushLogColumns) FROM push_log
+                WHERE http_status IS NULL OR http_status != 200 ORDER BY id DESC LIMIT ?
+                """
+            ).rows([.integer(Int64(limit))], StoreSQL.decodePushAttempt)
+        }
+    }
+
+    /// How many dead letters are kept.
+    public func deadLetterCount() throws(StorageError) -> Int {
+        try readSession { connection in
+            try connection.cached("SELECT count(*) AS dead FROM outbox WHERE state = 'dead'").firstRow([]) {
+                Int(try $0.int("dead"))
+            } ?? 0
+        }
+    }
+}
+
+extension StoreSQL {
     /// The state a row leaving `sending` (a retry, an expired lease) returns to: `superseded` when a
     /// newer row of its target is pending, since that one carries the newer state; else `pending`.
     /// (`state IN (…)` first, so that SQLite uses the partial index of live rows.)
@@ -77,46 +138,17 @@ extension Database {
         THEN 'superseded' ELSE 'pending' END
         """
 
-    static func scheduleRetry(_ id: Int64, at: Date, error: String, now: Date, _ connection: SQLiteConnection) throws {
+    static func scheduleRetry(_ id: Int64, at: Date, error: String, now: Date, _ connection: any SQLSession) throws {
         try connection.cached(
             """
-            UPDATE outbox SET state = \(Self.stateAfterSending),
+            UPDATE outbox SET state = \(StoreSQL.stateAfterSending),
                 due_at = ?, last_error = ?, lease_owner = NULL, lease_until = NULL, updated_at = ?
             WHERE id = ? AND state = 'sending'
             """
         ).run([.integer(at.storageMilliseconds), .text(error), .integer(now.storageMilliseconds), .integer(id)])
     }
 
-    /// Rows waiting to be sent (pending or in flight), and the due time of the oldest one.
-    public func outboxDepth() throws(StorageError) -> (count: Int, oldestDue: Date?) {
-        try read { connection in
-            try connection.cached(
-                "SELECT count(*) AS depth, min(due_at) AS oldest FROM outbox WHERE state IN ('pending', 'sending')"
-            ).firstRow([]) {
-                (Int(try $0.int("depth")), try $0.optionalInt("oldest").map(Date.init(storageMilliseconds:)))
-            } ?? (0, nil)
-        }
-    }
-
-    /// Dead letters, newest first.
-    public func deadLetters(limit: Int = 100) throws(StorageError) -> [DeadLetter] {
-        try read { connection in
-            try connection.cached(
-                """
-                SELECT id, order_id, kind, target_id, attempts, coalesce(last_error, '') AS reason, updated_at FROM outbox
-                WHERE state = 'dead' ORDER BY updated_at DESC, id DESC LIMIT ?
-                """
-            ).rows([.integer(Int64(limit))]) { row in
-                DeadLetter(
-                    id: try row.int("id"), orderID: try row.text("order_id"), target: try Self.decodeTarget(row),
-                    attempts: Int(try row.int("attempts")), reason: try row.text("reason"),
-                    diedAt: Date(storageMilliseconds: try row.int("updated_at"))
-                )
-            }
-        }
-    }
-
-    static func insertPushLog(_ attempt: PushAttempt, _ connection: SQLiteConnection) throws {
+    static func insertPushLog(_ attempt: PushAttempt, _ connection: any SQLSession) throws {
         try connection.cached(
             """
             INSERT INTO push_log (order_id, target_id, event, priority, http_status, reason, apns_id, latency_ms,
@@ -133,41 +165,11 @@ extension Database {
         ])
     }
 
-    /// An order's push log, oldest first.
-    public func pushLog(orderID: String) throws(StorageError) -> [PushAttempt] {
-        try read { connection in
-            try connection.cached(
-                "SELECT \(Self.pushLogColumns) FROM push_log WHERE order_id = ? ORDER BY id"
-            ).rows([.text(orderID)], Self.decodePushAttempt)
-        }
-    }
-
-    /// The newest attempts that APNs did not accept (or that never reached it), newest first.
-    public func recentPushFailures(limit: Int) throws(StorageError) -> [PushAttempt] {
-        try read { connection in
-            try connection.cached(
-                """
-                SELECT \(Self.pushLogColumns) FROM push_log
-                WHERE http_status IS NULL OR http_status != 200 ORDER BY id DESC LIMIT ?
-                """
-            ).rows([.integer(Int64(limit))], Self.decodePushAttempt)
-        }
-    }
-
-    /// How many dead letters are kept.
-    public func deadLetterCount() throws(StorageError) -> Int {
-        try read { connection in
-            try connection.cached("SELECT count(*) AS dead FROM outbox WHERE state = 'dead'").firstRow([]) {
-                Int(try $0.int("dead"))
-            } ?? 0
-        }
-    }
-
-    private static let pushLogColumns =
+    fileprivate static let pushLogColumns =
         "order_id, target_id, event, priority, http_status, reason, apns_id, latency_ms, attempted_at, request_id, "
         + "content_state"
 
-    private static func decodePushAttempt(_ row: SQLiteRow) throws -> PushAttempt {
+    fileprivate static func decodePushAttempt(_ row: any DatabaseRow) throws -> PushAttempt {
         PushAttempt(
             orderID: try row.text("order_id"), targetID: try row.text("target_id"), event: try row.text("event"),
             priority: Int(try row.int("priority")), httpStatus: try row.optionalInt("http_status").map { Int($0) },
@@ -179,7 +181,7 @@ extension Database {
     }
 
     /// An outbox row's target from its `kind` and `target_id`; an unknown kind is thrown.
-    private static func decodeTarget(_ row: SQLiteRow) throws -> OutboxTarget {
+    fileprivate static func decodeTarget(_ row: any DatabaseRow) throws -> OutboxTarget {
         let kind = try row.text("kind")
         guard let target = OutboxTarget(kind: kind, targetID: try row.text("target_id")) else {
             throw StorageError("outbox row \(try row.int("id")) has an unknown kind \(kind)")
@@ -187,7 +189,7 @@ extension Database {
         return target
     }
 
-    static func finish(_ id: Int64, state: String, error: String?, now: Date, _ connection: SQLiteConnection) throws {
+    static func finish(_ id: Int64, state: String, error: String?, now: Date, _ connection: any SQLSession) throws {
         try connection.cached(
             "UPDATE outbox SET state = ?, last_error = ?, lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE id = ?"
         ).run([.text(state), error.map(DatabaseValue.text) ?? .null, .integer(now.storageMilliseconds), .integer(id)])

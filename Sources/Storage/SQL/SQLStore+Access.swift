@@ -53,15 +53,13 @@ public struct IdempotentResponse: Sendable, Hashable {
     }
 }
 
-extension Database {
-    private static let apiKeyColumns = "id, key_hash, role, merchant_id, rider_id, created_at, revoked_at"
-
+extension SQLStore {
     /// Stores a new API key.
     /// - Throws: `StorageError` when the id is taken.
     public func createAPIKey(_ key: APIKeyRecord) throws(StorageError) {
-        try writeConnection { connection in
+        try writeSQL { connection in
             try connection.cached(
-                "INSERT INTO api_keys (\(Self.apiKeyColumns)) VALUES (?, ?, ?, ?, ?, ?, NULL)"
+                "INSERT INTO api_keys (\(StoreSQL.apiKeyColumns)) VALUES (?, ?, ?, ?, ?, ?, NULL)"
             ).run([
                 .text(key.id), .text(key.keyHash), .text(key.role.rawValue),
                 key.merchantID.map(DatabaseValue.text) ?? .null, key.riderID.map(DatabaseValue.text) ?? .null,
@@ -74,10 +72,10 @@ extension Database {
     /// configuration, which may change between starts. A key revoked with this same value stays
     /// revoked (a restart must not undo a revocation); a new value is a new, live key.
     public func upsertAPIKey(_ key: APIKeyRecord) throws(StorageError) {
-        try writeConnection { connection in
+        try writeSQL { connection in
             try connection.cached(
                 """
-                INSERT INTO api_keys (\(Self.apiKeyColumns)) VALUES (?, ?, ?, ?, ?, ?, NULL)
+                INSERT INTO api_keys (\(StoreSQL.apiKeyColumns)) VALUES (?, ?, ?, ?, ?, ?, NULL)
                 ON CONFLICT (id) DO UPDATE SET key_hash = excluded.key_hash, role = excluded.role,
                     merchant_id = excluded.merchant_id, rider_id = excluded.rider_id,
                     revoked_at = CASE WHEN api_keys.key_hash = excluded.key_hash THEN api_keys.revoked_at END
@@ -92,23 +90,23 @@ extension Database {
 
     /// One key by id, revoked or not.
     public func apiKey(id: String) throws(StorageError) -> APIKeyRecord? {
-        try read { connection in
-            try connection.cached("SELECT \(Self.apiKeyColumns) FROM api_keys WHERE id = ?").firstRow(
-                [.text(id)], Self.decodeAPIKey)
+        try readSession { connection in
+            try connection.cached("SELECT \(StoreSQL.apiKeyColumns) FROM api_keys WHERE id = ?").firstRow(
+                [.text(id)], StoreSQL.decodeAPIKey)
         }
     }
 
     /// Every key, oldest first, revoked ones included.
     public func apiKeys() throws(StorageError) -> [APIKeyRecord] {
-        try read { connection in
-            try connection.cached("SELECT \(Self.apiKeyColumns) FROM api_keys ORDER BY created_at, id").rows(
-                [], Self.decodeAPIKey)
+        try readSession { connection in
+            try connection.cached("SELECT \(StoreSQL.apiKeyColumns) FROM api_keys ORDER BY created_at, id").rows(
+                [], StoreSQL.decodeAPIKey)
         }
     }
 
     /// How many keys of a role are not revoked (start-up creates an admin key when there is none).
     public func activeAPIKeyCount(role: APIKeyRole) throws(StorageError) -> Int {
-        try read { connection in
+        try readSession { connection in
             try connection.cached("SELECT count(*) AS live FROM api_keys WHERE role = ? AND revoked_at IS NULL")
                 .firstRow([.text(role.rawValue)]) { Int(try $0.int("live")) } ?? 0
         }
@@ -117,7 +115,7 @@ extension Database {
     /// Revokes a key; returns whether a live key with that id existed.
     @discardableResult
     public func revokeAPIKey(id: String, now: Date) throws(StorageError) -> Bool {
-        try writeConnection { connection in
+        try writeSQL { connection in
             try connection.cached("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").run([
                 .integer(now.storageMilliseconds), .text(id),
             ])
@@ -129,18 +127,22 @@ extension Database {
     public func idempotentResponse(principal: String, key: String, now: Date) throws(StorageError)
         -> IdempotentResponse?
     {
-        try read { connection in
+        try readSession { connection in
             try connection.cached(
                 """
                 SELECT request_hash, response_code, response_body FROM idempotency_keys
                 WHERE principal = ? AND key = ? AND expires_at >= ? AND response_code != 0
                 """
             ).firstRow(
-                [.text(principal), .text(key), .integer(now.storageMilliseconds)], Self.decodeIdempotentResponse)
+                [.text(principal), .text(key), .integer(now.storageMilliseconds)], StoreSQL.decodeIdempotentResponse)
         }
     }
+}
 
-    private static func decodeAPIKey(_ row: SQLiteRow) throws -> APIKeyRecord {
+extension StoreSQL {
+    fileprivate static let apiKeyColumns = "id, key_hash, role, merchant_id, rider_id, created_at, revoked_at"
+
+    fileprivate static func decodeAPIKey(_ row: any DatabaseRow) throws -> APIKeyRecord {
         APIKeyRecord(
             id: try row.text("id"), keyHash: try row.text("key_hash"), role: try row.value("role"),
             merchantID: try row.optionalText("merchant_id"), riderID: try row.optionalText("rider_id"),
@@ -150,7 +152,7 @@ extension Database {
     }
 
     /// A kept answer: `request_hash`, `response_code` and `response_body` of `idempotency_keys`.
-    static func decodeIdempotentResponse(_ row: SQLiteRow) throws -> IdempotentResponse {
+    static func decodeIdempotentResponse(_ row: any DatabaseRow) throws -> IdempotentResponse {
         IdempotentResponse(
             requestHash: try row.text("request_hash"), status: Int(try row.int("response_code")),
             body: try row.blob("response_body"))

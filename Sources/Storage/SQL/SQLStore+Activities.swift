@@ -1,12 +1,7 @@
 public import FoundationEssentials
 import OrderDomain
 
-extension Database {
-    static let activityColumns = """
-        order_id, activity_id, push_token, environment, bundle_id, started_at, registered_at, ended_at, ended_reason,
-        last_sent_status, last_sent_fingerprint, last_sent_timestamp
-        """
-
+extension SQLStore {
     /// Ends an activity: no more pushes, its token is dropped and its pending rows are superseded.
     /// - Parameters:
     ///   - reason: why (`user`, `ended`, `Unregistered`, `BadDeviceToken`, `expired`, …), kept for metrics.
@@ -17,16 +12,49 @@ extension Database {
     public func endActivity(
         orderID: String, activityID: String, reason: String, now: Date, onlyIfRegisteredBefore: Date? = nil
     ) throws(StorageError) -> Bool {
-        try writeConnection { connection in
-            try Self.endActivity(
+        try writeSQL { connection in
+            try StoreSQL.endActivity(
                 orderID: orderID, activityID: activityID, reason: reason, now: now,
                 onlyIfRegisteredBefore: onlyIfRegisteredBefore, connection)
         }
     }
 
+    /// One activity of an order, ended or not.
+    public func activity(orderID: String, activityID: String) throws(StorageError) -> ActivityRecord? {
+        try readSession { connection in try StoreSQL.activity(orderID: orderID, activityID: activityID, connection) }
+    }
+
+    /// The activities of an order that still receive pushes.
+    public func liveActivities(orderID: String) throws(StorageError) -> [ActivityRecord] {
+        try readSession { connection in
+            try connection.cached(
+                "SELECT \(StoreSQL.activityColumns) FROM activities WHERE order_id = ? AND ended_at IS NULL ORDER BY activity_id"
+            ).rows([.text(orderID)], StoreSQL.decodeActivity)
+        }
+    }
+
+    /// Removes a device's push-to-start token (the customer signed out on it); returns whether it had one.
+    @discardableResult
+    public func removePushToStart(_ device: DeviceKey) throws(StorageError) -> Bool {
+        try writeSQL { connection in try StoreSQL.deletePushToStart(device, onlyIfRegisteredBefore: nil, connection)
+        }
+    }
+
+    /// A device's push-to-start token, if it has one.
+    public func pushToStart(_ device: DeviceKey) throws(StorageError) -> PushToStartRecord? {
+        try readSession { connection in try StoreSQL.pushToStart(device, connection) }
+    }
+}
+
+extension StoreSQL {
+    static let activityColumns = """
+        order_id, activity_id, push_token, environment, bundle_id, started_at, registered_at, ended_at, ended_reason,
+        last_sent_status, last_sent_fingerprint, last_sent_timestamp
+        """
+
     static func endActivity(
         orderID: String, activityID: String, reason: String, now: Date, onlyIfRegisteredBefore: Date?,
-        _ connection: SQLiteConnection
+        _ connection: any SQLSession
     ) throws -> Bool {
         try connection.cached(
             """
@@ -50,7 +78,7 @@ extension Database {
     /// Records what was last sent to an activity: for de-duplication and monotonic timestamps.
     static func recordSent(
         orderID: String, activityID: String, status: OrderStatus, fingerprint: String, timestamp: Date,
-        _ connection: SQLiteConnection
+        _ connection: any SQLSession
     ) throws {
         try connection.cached(
             """
@@ -63,33 +91,7 @@ extension Database {
         ])
     }
 
-    /// One activity of an order, ended or not.
-    public func activity(orderID: String, activityID: String) throws(StorageError) -> ActivityRecord? {
-        try read { connection in try Self.activity(orderID: orderID, activityID: activityID, connection) }
-    }
-
-    /// The activities of an order that still receive pushes.
-    public func liveActivities(orderID: String) throws(StorageError) -> [ActivityRecord] {
-        try read { connection in
-            try connection.cached(
-                "SELECT \(Self.activityColumns) FROM activities WHERE order_id = ? AND ended_at IS NULL ORDER BY activity_id"
-            ).rows([.text(orderID)], Self.decodeActivity)
-        }
-    }
-
-    /// Removes a device's push-to-start token (the customer signed out on it); returns whether it had one.
-    @discardableResult
-    public func removePushToStart(_ device: DeviceKey) throws(StorageError) -> Bool {
-        try writeConnection { connection in try Self.deletePushToStart(device, onlyIfRegisteredBefore: nil, connection)
-        }
-    }
-
-    /// A device's push-to-start token, if it has one.
-    public func pushToStart(_ device: DeviceKey) throws(StorageError) -> PushToStartRecord? {
-        try read { connection in try Self.pushToStart(device, connection) }
-    }
-
-    static func pushToStart(_ device: DeviceKey, _ connection: SQLiteConnection) throws -> PushToStartRecord? {
+    static func pushToStart(_ device: DeviceKey, _ connection: any SQLSession) throws -> PushToStartRecord? {
         try connection.cached(
             """
             SELECT merchant_id, customer_id, device_id, credential_id, push_token, environment, bundle_id, registered_at
@@ -108,7 +110,7 @@ extension Database {
 
     /// Removes a dead push-to-start token unless it was registered again after `onlyIfRegisteredBefore`.
     @discardableResult
-    static func deletePushToStart(_ device: DeviceKey, onlyIfRegisteredBefore: Date?, _ connection: SQLiteConnection)
+    static func deletePushToStart(_ device: DeviceKey, onlyIfRegisteredBefore: Date?, _ connection: any SQLSession)
         throws -> Bool
     {
         try connection.cached(
@@ -123,13 +125,12 @@ extension Database {
         return connection.changes > 0
     }
 
-    static func activity(orderID: String, activityID: String, _ connection: SQLiteConnection) throws -> ActivityRecord?
-    {
+    static func activity(orderID: String, activityID: String, _ connection: any SQLSession) throws -> ActivityRecord? {
         try connection.cached("SELECT \(activityColumns) FROM activities WHERE order_id = ? AND activity_id = ?")
             .firstRow([.text(orderID), .text(activityID)], decodeActivity)
     }
 
-    static func decodeActivity(_ row: SQLiteRow) throws -> ActivityRecord {
+    static func decodeActivity(_ row: any DatabaseRow) throws -> ActivityRecord {
         ActivityRecord(
             orderID: try row.text("order_id"), activityID: try row.text("activity_id"),
             pushToken: try row.text("push_token"), environment: try row.value("environment"),

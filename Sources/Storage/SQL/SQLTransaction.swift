@@ -1,41 +1,22 @@
 internal import FoundationEssentials
 internal import OrderDomain
 
-extension Database {
-    /// Runs `body` in one write transaction and returns its value once the transaction committed.
-    ///
-    /// Writes of concurrent callers share one commit (group commit, see `GroupCommitter`), each in
-    /// its own savepoint, so a body that throws undoes only its own writes.
-    /// - Throws: what `body` threw, as it is (an `OrderError` refusal stays one), or `StorageError`.
-    public func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
-        try writeConnectionPassingThrough { connection in
-            try body(SQLiteTransaction(connection: connection))
-        }
-    }
-
-    /// `write` for a caller that must not block a thread while its commit waits: `completion` gets
-    /// the outcome once the transaction that holds the write committed or failed.
-    public func write<T: Sendable>(
-        _ body: @escaping @Sendable (any StoreTransaction) throws -> T,
-        completion: @escaping @Sendable (Result<T, any Error>) -> Void
-    ) {
-        writeConnection({ connection in try body(SQLiteTransaction(connection: connection)) }, completion: completion)
-    }
-}
-
-/// `StoreTransaction` on the SQLite writer connection, inside the group commit's transaction.
-struct SQLiteTransaction: StoreTransaction {
-    let connection: SQLiteConnection
+/// `StoreTransaction` on a `SQLStore`'s write session, inside the transaction its store opened
+/// (SQLite's group commit, or a PostgreSQL transaction of its own).
+struct SQLTransaction: StoreTransaction {
+    let connection: any SQLSession
 
     func lockOrder(id: String) throws(StorageError) -> Order? {
-        try sqlite {
-            try connection.cached("SELECT \(Database.orderColumns) FROM orders WHERE id = ?")
-                .firstRow([.text(id)], Database.decodeOrder)
+        try sql {
+            try connection.cached(
+                "SELECT \(StoreSQL.orderColumns) FROM orders WHERE id = ?\(connection.dialect.lockingRows)"
+            )
+            .firstRow([.text(id)], StoreSQL.decodeOrder)
         }
     }
 
     func updateOrder(_ order: Order) throws(StorageError) {
-        try sqlite {
+        try sql {
             try connection.cached(
                 """
                 UPDATE orders SET status = ?, cancelled_at_status = ?, estimated_arrival = ?, rider_id = ?,
@@ -52,16 +33,16 @@ struct SQLiteTransaction: StoreTransaction {
     }
 
     func appendEvent(_ event: OrderEvent, requestID: String?) throws(StorageError) -> Int64 {
-        try sqlite { try Database.insert(event, requestID: requestID, connection) }
+        try sql { try StoreSQL.insert(event, requestID: requestID, connection) }
     }
 
     func queueActivityPushes(orderID: String, eventID: Int64?, now: Date, requestID: String?)
         throws(StorageError) -> Int
     {
-        try sqlite {
-            let activities = try Database.liveActivityIDs(orderID: orderID, connection)
+        try sql {
+            let activities = try StoreSQL.liveActivityIDs(orderID: orderID, connection)
             for activity in activities {
-                try Database.enqueue(
+                try StoreSQL.enqueue(
                     orderID: orderID, eventID: eventID, target: .activity(activityID: activity), now: now,
                     requestID: requestID, connection)
             }
@@ -72,23 +53,23 @@ struct SQLiteTransaction: StoreTransaction {
     func createOrder(
         _ order: Order, event: OrderEvent, trackingTokenHash: String?, now: Date, requestID: String?
     ) throws(StorageError) -> CreateOrderResult {
-        try sqlite {
-            try connection.cached(Database.insertOrder + " ON CONFLICT (merchant_id, number) DO NOTHING").run(
-                Database.encode(order) + [trackingTokenHash.map(DatabaseValue.text) ?? .null])
+        try sql {
+            try connection.cached(StoreSQL.insertOrder + " ON CONFLICT (merchant_id, number) DO NOTHING").run(
+                StoreSQL.encode(order) + [trackingTokenHash.map(DatabaseValue.text) ?? .null])
             guard connection.changes == 1 else {
                 let existing = try connection.cached(
-                    "SELECT \(Database.orderColumns) FROM orders WHERE merchant_id = ? AND number = ?"
-                ).firstRow([.text(order.merchantID), .text(order.number)], Database.decodeOrder)
+                    "SELECT \(StoreSQL.orderColumns) FROM orders WHERE merchant_id = ? AND number = ?"
+                ).firstRow([.text(order.merchantID), .text(order.number)], StoreSQL.decodeOrder)
                 guard let existing else { throw StorageError("order \(order.number) neither inserted nor found") }
                 return .existing(existing)
             }
-            let eventID = try Database.insert(event, requestID: requestID, connection)
+            let eventID = try StoreSQL.insert(event, requestID: requestID, connection)
             // Only this merchant's devices of this customer: customer ids are the merchant's own names.
             let devices = try connection.cached(
                 "SELECT device_id FROM push_to_start_tokens WHERE merchant_id = ? AND customer_id = ?"
             ).rows([.text(order.merchantID), .text(order.customer.id)]) { try $0.text("device_id") }
             for device in devices {
-                try Database.enqueue(
+                try StoreSQL.enqueue(
                     orderID: order.id, eventID: eventID,
                     target: .start(customerID: order.customer.id, deviceID: device),
                     now: now, requestID: requestID, connection
@@ -102,8 +83,8 @@ struct SQLiteTransaction: StoreTransaction {
         orderID: String, activityID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
         shown: ShownState?, liveLimit: Int, now: Date, requestID: String?
     ) throws(StorageError) -> ActivityRegistration {
-        try sqlite {
-            let previous = try Database.activity(orderID: orderID, activityID: activityID, connection)
+        try sql {
+            let previous = try StoreSQL.activity(orderID: orderID, activityID: activityID, connection)
             if previous?.endedAt != nil || previous == nil {
                 let live =
                     try connection.cached(
@@ -132,10 +113,10 @@ struct SQLiteTransaction: StoreTransaction {
                     """
                 ).run([.text(shown.status.rawValue), .text(shown.fingerprint), .text(orderID), .text(activityID)])
             }
-            try Database.enqueue(
+            try StoreSQL.enqueue(
                 orderID: orderID, eventID: nil, target: .activity(activityID: activityID), now: now,
                 requestID: requestID, connection)
-            guard let record = try Database.activity(orderID: orderID, activityID: activityID, connection) else {
+            guard let record = try StoreSQL.activity(orderID: orderID, activityID: activityID, connection) else {
                 throw StorageError("activity \(activityID) vanished after registration")
             }
             return ActivityRegistration(record: record, rotated: previous != nil, queuedPushes: 1)
@@ -146,8 +127,8 @@ struct SQLiteTransaction: StoreTransaction {
         _ device: DeviceKey, credentialID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
         deviceLimit: Int, now: Date
     ) throws(StorageError) {
-        try sqlite {
-            if try Database.pushToStart(device, connection) == nil {
+        try sql {
+            if try StoreSQL.pushToStart(device, connection) == nil {
                 let devices =
                     try connection.cached(
                         "SELECT count(*) AS devices FROM push_to_start_tokens WHERE merchant_id = ? AND customer_id = ?"
@@ -184,7 +165,7 @@ struct SQLiteTransaction: StoreTransaction {
     }
 
     func replayDeadLetters(ids: [Int64]?, now: Date) throws(StorageError) -> Int {
-        try sqlite {
+        try sql {
             let millis = now.storageMilliseconds
             if let ids {
                 var replayed = 0
@@ -206,23 +187,23 @@ struct SQLiteTransaction: StoreTransaction {
     func claimIdempotencyKey(principal: String, key: String, requestHash: String, expiresAt: Date, now: Date)
         throws(StorageError) -> IdempotencyClaim
     {
-        try sqlite {
+        try sql {
             try connection.cached(
                 """
                 INSERT INTO idempotency_keys (principal, key, request_hash, response_code, response_body, expires_at)
-                VALUES (?, ?, ?, 0, x'', ?)
+                VALUES (?, ?, ?, 0, ?, ?)
                 ON CONFLICT (principal, key) DO UPDATE SET request_hash = excluded.request_hash,
-                    response_code = 0, response_body = x'', expires_at = excluded.expires_at
+                    response_code = 0, response_body = excluded.response_body, expires_at = excluded.expires_at
                 WHERE idempotency_keys.expires_at < ?
                 """
             ).run([
-                .text(principal), .text(key), .text(requestHash), .integer(expiresAt.storageMilliseconds),
+                .text(principal), .text(key), .text(requestHash), .blob([]), .integer(expiresAt.storageMilliseconds),
                 .integer(now.storageMilliseconds),
             ])
             if connection.changes > 0 { return .claimed }
             let holder = try connection.cached(
                 "SELECT request_hash, response_code, response_body FROM idempotency_keys WHERE principal = ? AND key = ?"
-            ).firstRow([.text(principal), .text(key)], Database.decodeIdempotentResponse)
+            ).firstRow([.text(principal), .text(key)], StoreSQL.decodeIdempotentResponse)
             guard let holder else { throw StorageError("idempotency key \(key) neither inserted nor found") }
             return .taken(holder)
         }
@@ -231,7 +212,7 @@ struct SQLiteTransaction: StoreTransaction {
     func saveIdempotentResponse(principal: String, key: String, response: IdempotentResponse)
         throws(StorageError)
     {
-        try sqlite {
+        try sql {
             try connection.cached(
                 """
                 UPDATE idempotency_keys SET response_code = ?, response_body = ?
@@ -248,14 +229,14 @@ struct SQLiteTransaction: StoreTransaction {
     }
 
     func releaseIdempotencyKey(principal: String, key: String) throws(StorageError) {
-        try sqlite {
+        try sql {
             try connection.cached("DELETE FROM idempotency_keys WHERE principal = ? AND key = ? AND response_code = 0")
                 .run([.text(principal), .text(key)])
         }
     }
 
-    /// Runs SQLite calls, their errors as `StorageError`.
-    private func sqlite<T>(_ body: () throws -> T) throws(StorageError) -> T {
+    /// Runs SQL calls, their errors as `StorageError`.
+    private func sql<T>(_ body: () throws -> T) throws(StorageError) -> T {
         do {
             return try body()
         } catch {

@@ -84,17 +84,17 @@ public struct PushCompletion: Sendable {
     }
 }
 
-extension Database {
+extension SQLStore {
     /// Reads the orders, activities, push-to-start tokens and budget use of a claimed batch at once.
     public func pushBatchContext(for items: [OutboxItem], highPrioritySince since: Date) throws(StorageError)
         -> PushBatchContext
     {
-        try read { connection in
+        try readSession { connection in
             var context = PushBatchContext()
-            let orderStatement = try connection.cached("SELECT \(Self.orderColumns) FROM orders WHERE id = ?")
+            let orderStatement = try connection.cached("SELECT \(StoreSQL.orderColumns) FROM orders WHERE id = ?")
             for orderID in Set(items.map(\.orderID)) {
                 if let order = try orderStatement.firstRow(
-                    [.text(orderID)], { try Self.decodeOrder($0, withItems: false) })
+                    [.text(orderID)], { try StoreSQL.decodeOrder($0, withItems: false) })
                 {
                     context.orders[orderID] = order
                 }
@@ -104,7 +104,7 @@ extension Database {
                 case .activity(let activityID):
                     let key = ActivityKey(orderID: item.orderID, activityID: activityID)
                     guard context.activities[key] == nil,
-                        let record = try Self.activity(orderID: item.orderID, activityID: activityID, connection)
+                        let record = try StoreSQL.activity(orderID: item.orderID, activityID: activityID, connection)
                     else { continue }
                     context.activities[key] = record
                     context.highPriorityPushes[key] =
@@ -121,7 +121,7 @@ extension Database {
                     guard let merchantID = context.orders[item.orderID]?.merchantID else { continue }
                     let key = DeviceKey(merchantID: merchantID, customerID: customerID, deviceID: deviceID)
                     guard context.pushToStart[key] == nil,
-                        let record = try Self.pushToStart(key, connection)
+                        let record = try StoreSQL.pushToStart(key, connection)
                     else { continue }
                     context.pushToStart[key] = record
                 }
@@ -136,32 +136,32 @@ extension Database {
     ///   or an earlier removal leaves nothing to remove).
     @discardableResult
     public func completePushes(_ completions: [PushCompletion], now: Date) throws(StorageError) -> [Bool] {
-        try writeConnection { connection in
+        try writeSQL { connection in
             var removed: [Bool] = []
             removed.reserveCapacity(completions.count)
             for completion in completions {
-                if let attempt = completion.attempt { try Self.insertPushLog(attempt, connection) }
+                if let attempt = completion.attempt { try StoreSQL.insertPushLog(attempt, connection) }
                 switch completion.outcome {
-                case .sent: try Self.finish(completion.item.id, state: "sent", error: nil, now: now, connection)
+                case .sent: try StoreSQL.finish(completion.item.id, state: "sent", error: nil, now: now, connection)
                 case .dead(let reason):
-                    try Self.finish(completion.item.id, state: "dead", error: reason, now: now, connection)
+                    try StoreSQL.finish(completion.item.id, state: "dead", error: reason, now: now, connection)
                 case .retry(let at, let error):
-                    try Self.scheduleRetry(completion.item.id, at: at, error: error, now: now, connection)
+                    try StoreSQL.scheduleRetry(completion.item.id, at: at, error: error, now: now, connection)
                 }
                 if let sent = completion.sentState, case .activity(let activityID) = completion.item.target {
-                    try Self.recordSent(
+                    try StoreSQL.recordSent(
                         orderID: completion.item.orderID, activityID: activityID, status: sent.status,
                         fingerprint: sent.fingerprint, timestamp: sent.timestamp, connection)
                 }
                 switch completion.removal {
                 case .activity(let activityID, let reason, let before)?:
                     removed.append(
-                        try Self.endActivity(
+                        try StoreSQL.endActivity(
                             orderID: completion.item.orderID, activityID: activityID, reason: reason, now: now,
                             onlyIfRegisteredBefore: before, connection))
                 case .pushToStart(let merchantID, let customerID, let deviceID, let before)?:
                     removed.append(
-                        try Self.deletePushToStart(
+                        try StoreSQL.deletePushToStart(
                             DeviceKey(merchantID: merchantID, customerID: customerID, deviceID: deviceID),
                             onlyIfRegisteredBefore: before, connection))
                 case nil:

@@ -1,14 +1,10 @@
 public import FoundationEssentials
 
-#if canImport(Glibc)
-    internal import Glibc
-#endif
-
-extension Database {
+extension SQLStore {
     /// Deletes what the retention policy no longer keeps, in one transaction.
     @discardableResult
     public func prune(now: Date, policy: RetentionPolicy = RetentionPolicy()) throws(StorageError) -> PruneReport {
-        try writeConnection { connection in
+        try writeSQL { connection in
             func cutoff(_ age: TimeInterval) -> DatabaseValue {
                 .integer(now.addingTimeInterval(-age).storageMilliseconds)
             }
@@ -27,7 +23,7 @@ extension Database {
             report.outbox += connection.changes
             try connection.cached("DELETE FROM idempotency_keys WHERE expires_at < ?").run([cutoff(0)])
             report.idempotencyKeys = connection.changes
-            report.erasedOrders = try Self.erasePersonalData(
+            report.erasedOrders = try StoreSQL.erasePersonalData(
                 where: "status IN ('delivered', 'cancelled') AND updated_at < ?", [cutoff(policy.personalData)],
                 now: now, connection)
             return report
@@ -36,14 +32,14 @@ extension Database {
 
     /// Erases the personal data of every order of one merchant's customer, open or ended (the right
     /// to erasure), removes the customer's push-to-start devices and ends the orders' activities;
-    /// then truncates the WAL, so that none of it is left in the database's files. Backups taken
+    /// then has the engine drop the old copies of the erased rows (`discardErasedCopies`). Backups taken
     /// before keep what they held.
     public func erasePersonalData(merchantID: String, customerID: String, now: Date) throws(StorageError)
         -> ErasureReport
     {
-        let report = try writeConnection { connection in
+        let report = try writeSQL { connection in
             var report = ErasureReport()
-            report.orders = try Self.erasePersonalData(
+            report.orders = try StoreSQL.erasePersonalData(
                 where: "merchant_id = ? AND customer_id = ?", [.text(merchantID), .text(customerID)], now: now,
                 connection, includingErased: true)
             try connection.cached("DELETE FROM push_to_start_tokens WHERE merchant_id = ? AND customer_id = ?")
@@ -57,23 +53,25 @@ extension Database {
             ).rows([.text(merchantID), .text(customerID)]) { (try $0.text("order_id"), try $0.text("activity_id")) }
             for (orderID, activityID) in activities {
                 report.activities +=
-                    try Self.endActivity(
+                    try StoreSQL.endActivity(
                         orderID: orderID, activityID: activityID, reason: "erased", now: now,
                         onlyIfRegisteredBefore: nil, connection) ? 1 : 0
             }
             return report
         }
-        try truncateLog()
+        try discardErasedCopies()
         return report
     }
+}
 
+extension StoreSQL {
     /// The personal data of the orders `condition` selects: the customer's name, phone and address,
     /// the payment, the note, the destination, the rider's phone, and the free-text reasons of the
     /// order's events. Statuses, times, the merchant, the number, the items and the customer's id
     /// (the merchant's own pseudonym) stay: the order's history without whom it was for.
     /// - Returns: how many orders were erased.
-    private static func erasePersonalData(
-        where condition: String, _ arguments: [DatabaseValue], now: Date, _ connection: SQLiteConnection,
+    fileprivate static func erasePersonalData(
+        where condition: String, _ arguments: [DatabaseValue], now: Date, _ connection: any SQLSession,
         includingErased: Bool = false
     ) throws -> Int {
         let selected = "(\(condition))" + (includingErased ? "" : " AND personal_data_erased_at IS NULL")
@@ -92,36 +90,5 @@ extension Database {
             """
         ).run([.integer(now.storageMilliseconds)] + arguments)
         return connection.changes
-    }
-
-    /// Writes a consistent copy of the live database to `path` (`VACUUM INTO`), while it keeps serving.
-    /// - Throws: `StorageError` if `path` exists already or cannot be written.
-    public func backup(to path: String) throws(StorageError) {
-        // Created empty with mode 0600 first (`VACUUM INTO` fills an empty file): a backup holds
-        // what the database holds. `O_EXCL`: a backup never overwrites a file.
-        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw StorageError(
-                errno == EEXIST
-                    ? "\(path) exists already; a backup never overwrites a file"
-                    : "cannot create \(path): \(String(cString: strerror(errno)))")
-        }
-        Glibc.close(fd)
-        do {
-            try read(inTransaction: false) { connection in
-                try connection.cached("VACUUM INTO ?").run([.text(path)])
-            }
-        } catch {
-            unlink(path)  // no half backup left to be mistaken for one
-            throw error
-        }
-    }
-
-    /// Runs SQLite's own consistency check; returns `ok` or the problems it found.
-    public func integrityCheck() throws(StorageError) -> String {
-        try read { connection in
-            try connection.cached("PRAGMA integrity_check").rows([]) { try $0.text("integrity_check") }
-                .joined(separator: "\n")
-        }
     }
 }

@@ -1,0 +1,97 @@
+internal import Dispatch
+public import Storage
+
+/// deliveryd's store on PostgreSQL, for several nodes sharing one (replicated) database.
+///
+/// Every operation is the SQL `SQLStore` shares with SQLite, run on a connection of the pool:
+/// a write in a transaction of its own (`READ COMMITTED`; the order a change applies to is locked
+/// with `FOR UPDATE`, so two nodes changing one order take turns, and the outbox is claimed with
+/// `SKIP LOCKED`, so two pushers take different rows), a read in a read-only one. Nodes coordinate
+/// through the database only.
+public final class PostgresStore: Sendable {
+    private let pool: PostgresPool
+    /// Where writes whose caller must not block wait for a connection and their commit.
+    private let writeQueue = DispatchQueue(label: "deliveryd.postgres.writes", attributes: .concurrent)
+
+    private init(pool: PostgresPool) {
+        self.pool = pool
+    }
+
+    /// Connects to `url`, brings the schema up to date and returns the store.
+    /// - Parameters:
+    ///   - poolSize: connections at most (each node holds up to this many).
+    /// - Throws: `StorageError` `unavailable` when the server cannot be reached, or a migration's error.
+    public static func open(url: String, poolSize: Int = 8) throws(StorageError) -> PostgresStore {
+        var configuration = PostgresPool.Configuration(url: url)
+        configuration.size = poolSize
+        let pool = PostgresPool(configuration)
+        let migrations = try PostgresMigrator.bundled()
+        do {
+            try pool.withConnection { connection in try PostgresMigrator.migrate(connection, migrations) }
+        } catch {
+            throw StorageError(error, context: "cannot prepare the PostgreSQL database")
+        }
+        return PostgresStore(pool: pool)
+    }
+
+    /// The pool's connections and whether the server answers: for readiness and metrics.
+    package var health: PostgresPool.Health { pool.health }
+
+    /// The applied schema versions, oldest first.
+    public func schemaVersions() throws(StorageError) -> [Int] {
+        try readSession { session in
+            try session.cached("SELECT version FROM schema_migrations ORDER BY version").rows([]) {
+                Int(try $0.int("version"))
+            }
+        }
+    }
+}
+
+extension PostgresStore: SQLStore {
+    package func readSession<T>(_ body: (any SQLSession) throws -> T) throws(StorageError) -> T {
+        do {
+            return try transaction(begin: "BEGIN READ ONLY", body)
+        } catch {
+            throw StorageError(error, context: "read failed")
+        }
+    }
+
+    package func writeSession<T>(_ body: (any SQLSession) throws -> T) throws -> T {
+        try transaction(begin: "BEGIN", body)
+    }
+
+    package func writeSession<T>(
+        _ body: @escaping @Sendable (any SQLSession) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        writeQueue.async {
+            completion(Result { try self.writeSession(body) })
+        }
+    }
+
+    /// PostgreSQL keeps an erased row's old version until VACUUM removes it; this runs it on the
+    /// tables an erasure rewrites, so the erased data does not outlive the request by much.
+    package func discardErasedCopies() throws(StorageError) {
+        do {
+            try pool.withConnection { connection in try connection.execute("VACUUM orders, order_events") }
+        } catch {
+            throw StorageError(error, context: "vacuum after erasure failed")
+        }
+    }
+
+    /// Runs `body` on a pooled connection between `begin` and COMMIT; anything thrown rolls back.
+    /// A lost connection is not lent again (the pool drops it), so nothing half-done is reused.
+    private func transaction<T>(begin: String, _ body: (any SQLSession) throws -> T) throws -> T {
+        try pool.withConnection { connection in
+            try connection.execute(begin)
+            do {
+                let value = try body(connection)
+                try connection.execute("COMMIT")
+                return value
+            } catch {
+                if connection.isOpen { try? connection.execute("ROLLBACK") }
+                throw error
+            }
+        }
+    }
+}

@@ -1,0 +1,47 @@
+/// One connection's SQL, whichever engine runs it: the store's statements are written once against
+/// this, with `?` parameters, and SQLite and PostgreSQL run the same text (see `SQLStore`).
+///
+/// A session belongs to one thread at a time, inside the transaction its store opened.
+package protocol SQLSession: AnyObject {
+    associatedtype Statement: SQLStatement
+
+    /// The statement for `sql`, prepared once per connection and reused.
+    func cached(_ sql: String) throws -> Statement
+
+    /// Rows the last INSERT, UPDATE or DELETE changed.
+    var changes: Int { get }
+
+    /// What the engines spell differently.
+    var dialect: SQLDialect { get }
+}
+
+/// A prepared statement of a `SQLSession`.
+package protocol SQLStatement {
+    /// Runs a statement that returns no rows.
+    func run(_ values: [DatabaseValue]) throws
+    /// Runs a query and maps each row (valid only inside `transform`).
+    func rows<T>(_ values: [DatabaseValue], _ transform: (any DatabaseRow) throws -> T) throws -> [T]
+    /// Runs a query and maps its first row, if any.
+    func firstRow<T>(_ values: [DatabaseValue], _ transform: (any DatabaseRow) throws -> T) throws -> T?
+}
+
+/// The few clauses the store's SQL needs that SQLite and PostgreSQL write differently.
+package struct SQLDialect: Sendable {
+    /// Appended to a `SELECT` whose rows the transaction goes on to change. SQLite has one writer
+    /// and needs none; PostgreSQL's nodes write beside each other and take the rows' locks.
+    package let lockingRows: String
+    /// Appended to the `SELECT` that picks outbox rows to claim, so that nodes claiming at once take
+    /// different rows instead of waiting for each other's.
+    package let skippingLockedRows: String
+
+    package static let sqlite = SQLDialect(lockingRows: "", skippingLockedRows: "")
+    package static let postgres = SQLDialect(lockingRows: " FOR UPDATE", skippingLockedRows: " FOR UPDATE SKIP LOCKED")
+}
+
+extension SQLStatement {
+    package func run() throws { try run([]) }
+
+    package func rows<T>(_ transform: (any DatabaseRow) throws -> T) throws -> [T] { try rows([], transform) }
+
+    package func firstRow<T>(_ transform: (any DatabaseRow) throws -> T) throws -> T? { try firstRow([], transform) }
+}
