@@ -99,7 +99,8 @@ let package = Package(
         .executableTarget(
             name: "deliveryd",
             dependencies: [
-                "DeliveryAPI", "OrderDomain", "Projection", "Pusher", "Storage", "HTTPServer", "Cryptography",
+                "DeliveryAPI", "OrderDomain", "Projection", "Pusher", "Storage", "PostgresStorage", "HTTPServer",
+                "Cryptography",
             ],
             swiftSettings: strictSettings
         ),
@@ -127,7 +128,7 @@ let package = Package(
 
         // Helpers shared by the test targets: built executables, loopback sockets.
         .target(
-            name: "TestSupport", dependencies: ["OrderDomain", "Storage"], path: "Tests/TestSupport",
+            name: "TestSupport", dependencies: ["OrderDomain", "Storage", "PostgresStorage"], path: "Tests/TestSupport",
             swiftSettings: strictSettings),
 
         .testTarget(name: "OrderDomainTests", dependencies: ["OrderDomain"], swiftSettings: strictSettings),

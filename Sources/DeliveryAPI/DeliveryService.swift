@@ -27,6 +27,8 @@ public struct DeliveryServiceConfiguration: Sendable {
     public var historyStep: TimeInterval
     /// The name this process goes by on the dashboard: with several nodes, each keeps its own history.
     public var nodeName: String
+    /// The database connections' state, for `/readyz` (a PostgreSQL pool; `nil` for SQLite).
+    public var databaseHealth: (@Sendable () -> ConnectionPoolHealth)?
 
     /// - Parameters:
     ///   - projection: default `ProjectionConfiguration()`.
@@ -38,12 +40,15 @@ public struct DeliveryServiceConfiguration: Sendable {
     ///   - ridePushInterval: default 30 seconds.
     ///   - historyStep: default 10 seconds (an hour of samples, and a day of one a minute).
     ///   - nodeName: default `deliveryd`.
+    ///   - databaseHealth: default `nil` (SQLite: nothing to report beyond reading it).
     public init(
         projection: ProjectionConfiguration = ProjectionConfiguration(), defaultBundleID: String? = nil,
         idempotencyLifetime: TimeInterval = 86_400, knownBundleIDs: Set<String>? = nil,
         trackingTokenLifetime: TimeInterval = 7 * 86_400, rateLimits: RateLimits = RateLimits(),
-        ridePushInterval: TimeInterval = 30, historyStep: TimeInterval = 10, nodeName: String = "deliveryd"
+        ridePushInterval: TimeInterval = 30, historyStep: TimeInterval = 10, nodeName: String = "deliveryd",
+        databaseHealth: (@Sendable () -> ConnectionPoolHealth)? = nil
     ) {
+        self.databaseHealth = databaseHealth
         self.historyStep = historyStep
         self.nodeName = nodeName
         self.ridePushInterval = ridePushInterval
@@ -131,13 +136,23 @@ public struct DeliveryService: Sendable {
         let healthy = HTTPResponse.json(200, Array(#"{"status":"ok"}"#.utf8))
         router.add("GET", "/healthz", execution: .inline) { _ in healthy }
         let store = self.store
+        let databaseHealth = configuration.databaseHealth
         router.add("GET", "/readyz") { _ in
+            // A pool that cannot reach its database is not ready, whatever an idle connection says.
+            if let health = databaseHealth?(), !health.reachable { return APIError.notReady().response }
             do {
                 _ = try store.outboxDepth()
-                return .json(200, Array(#"{"status":"ready"}"#.utf8))
             } catch {
                 return APIError.notReady().response
             }
+            var body: [String: JSONValue] = ["status": .string("ready")]
+            if let health = databaseHealth?() {
+                body["database"] = .object([
+                    "engine": .string("postgresql"), "busy": .number(Double(health.open - health.idle)),
+                    "idle": .number(Double(health.idle)), "waiting": .number(Double(health.waiting)),
+                ])
+            }
+            return .json(200, JSONValue.object(body).encoded)
         }
 
         route(&router, "POST", "/v1/orders", writing: createOrder)

@@ -119,3 +119,39 @@ public enum StorageMetrics {
         }
     }
 }
+
+/// A connection pool's state, as the metrics show it.
+public struct ConnectionPoolHealth: Sendable {
+    public var open: Int
+    public var idle: Int
+    public var waiting: Int
+    /// Whether the last attempt to reach the database succeeded.
+    public var reachable: Bool
+
+    public init(open: Int, idle: Int, waiting: Int, reachable: Bool) {
+        self.open = open
+        self.idle = idle
+        self.waiting = waiting
+        self.reachable = reachable
+    }
+}
+
+extension StorageMetrics {
+    /// The database connections of a node on PostgreSQL: a pool always full with callers waiting
+    /// wants more connections (`--database-pool-size`), an unreachable database wants an operator.
+    public static func register(in registry: MetricsRegistry, pool: @escaping @Sendable () -> ConnectionPoolHealth) {
+        let connections = registry.gauge(
+            "deliveryd_database_connections", help: "Database connections this node holds, by state (busy, idle).",
+            labels: ["state"])
+        let waiting = registry.gauge(
+            "deliveryd_database_waiting_callers", help: "Callers waiting for a free database connection.")
+        let reachable = registry.gauge(
+            "deliveryd_database_reachable", help: "1 while the database answers, 0 after a failed connect.")
+        registry.addCollector {
+            let health = pool()
+            connections.replaceAll([(["busy"], Double(health.open - health.idle)), (["idle"], Double(health.idle))])
+            waiting.set(Double(health.waiting))
+            reachable.set(health.reachable ? 1 : 0)
+        }
+    }
+}

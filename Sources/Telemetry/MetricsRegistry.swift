@@ -131,43 +131,52 @@ public final class MetricsRegistry: Sendable {
 /// A monotonically increasing count (`_total`).
 public struct Counter: Sendable {
     fileprivate let family: Int
-    fileprivate let registry: MetricsRegistry
+    /// Weak: a registry's collectors hold its metrics, so a strong reference back would keep every
+    /// registry (and what its collectors read, a whole store) alive for good. A metric outliving its
+    /// registry records nothing.
+    fileprivate weak let registry: MetricsRegistry?
 
     public func increment(_ labels: [String] = [], by amount: Double = 1) {
         precondition(amount >= 0, "counters only go up")
-        registry.update(family, labels) { series, _ in series.value += amount }
+        registry?.update(family, labels) { series, _ in series.value += amount }
     }
 
     /// Sets every series from totals another component keeps (read by a collector).
     public func setAll(_ totals: [([String], Double)]) {
-        registry.replace(family, with: totals.map { MetricsRegistry.Series(labels: $0.0, value: $0.1) })
+        registry?.replace(family, with: totals.map { MetricsRegistry.Series(labels: $0.0, value: $0.1) })
     }
 }
 
 /// A value that goes up and down.
 public struct Gauge: Sendable {
     fileprivate let family: Int
-    fileprivate let registry: MetricsRegistry
+    /// Weak: a registry's collectors hold its metrics, so a strong reference back would keep every
+    /// registry (and what its collectors read, a whole store) alive for good. A metric outliving its
+    /// registry records nothing.
+    fileprivate weak let registry: MetricsRegistry?
 
     public func set(_ value: Double, _ labels: [String] = []) {
-        registry.update(family, labels) { series, _ in series.value = value }
+        registry?.update(family, labels) { series, _ in series.value = value }
     }
 
     /// Sets every series at once; label sets not given disappear (e.g. a status with no orders left).
     public func replaceAll(_ values: [([String], Double)]) {
-        registry.replace(family, with: values.map { MetricsRegistry.Series(labels: $0.0, value: $0.1) })
+        registry?.replace(family, with: values.map { MetricsRegistry.Series(labels: $0.0, value: $0.1) })
     }
 }
 
 /// Observations counted into buckets, with their sum and count.
 public struct Histogram: Sendable {
     fileprivate let family: Int
-    fileprivate let registry: MetricsRegistry
+    /// Weak: a registry's collectors hold its metrics, so a strong reference back would keep every
+    /// registry (and what its collectors read, a whole store) alive for good. A metric outliving its
+    /// registry records nothing.
+    fileprivate weak let registry: MetricsRegistry?
 
     /// Sets every series from histograms another component keeps; `bucketCounts` are cumulative and
     /// follow the family's buckets.
     public func setAll(_ series: [(labels: [String], bucketCounts: [UInt64], sum: Double, count: UInt64)]) {
-        registry.replace(
+        registry?.replace(
             family,
             with: series.map {
                 MetricsRegistry.Series(labels: $0.labels, bucketCounts: $0.bucketCounts, sum: $0.sum, count: $0.count)
@@ -175,7 +184,7 @@ public struct Histogram: Sendable {
     }
 
     public func observe(_ value: Double, _ labels: [String] = []) {
-        registry.update(family, labels) { series, buckets in
+        registry?.update(family, labels) { series, buckets in
             for (index, bound) in buckets.enumerated() where value <= bound { series.bucketCounts[index] += 1 }
             series.sum += value
             series.count += 1

@@ -8,6 +8,9 @@ import Telemetry
 struct Configuration: Sendable {
     var listen = ListenAddress(host: "127.0.0.1", port: 8080)
     var dataDirectory = "./var"
+    /// `nil`: SQLite in the data directory; a libpq URL: PostgreSQL, shared by every node.
+    var databaseURL: String?
+    var databasePoolSize = 8
     var adminKey: String?
     /// `nil`: `sealing.key` in the data directory.
     var sealingKeyFile: String?
@@ -87,6 +90,24 @@ struct Configuration: Sendable {
                 guard !value.isEmpty else { throw .invalid("--data-dir", value, "must not be empty") }
                 config.dataDirectory = value
             }, current: { $0.dataDirectory }
+        ),
+        Setting(
+            flag: "--database-url", environment: "DELIVERYD_DATABASE_URL", placeholder: "URL",
+            help:
+                "PostgreSQL instead of SQLite: a libpq URL (postgresql://user@host:5432/db; several hosts and "
+                + "target_session_attrs=read-write for failover; the password is best left to PGPASSWORD or ~/.pgpass)",
+            isSecret: true,
+            apply: { config, value throws(ConfigurationError) in
+                guard value.hasPrefix("postgresql://") || value.hasPrefix("postgres://") else {
+                    throw .invalid("--database-url", "(hidden)", "expected a postgresql:// URL")
+                }
+                config.databaseURL = value
+            }, current: { $0.databaseURL }
+        ),
+        integerSetting(
+            flag: "--database-pool-size", environment: "DELIVERYD_DATABASE_POOL_SIZE", range: 1...200,
+            help: "with --database-url: PostgreSQL connections this node holds at most (default 8)",
+            keyPath: \.databasePoolSize
         ),
         Setting(
             flag: "--admin-key", environment: "DELIVERYD_ADMIN_KEY", placeholder: "KEY",

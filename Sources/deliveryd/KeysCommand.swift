@@ -47,7 +47,7 @@ enum KeysCommand {
     }
 
     /// Runs the action; returns the process exit status.
-    static func run(_ action: Action, store: Database) -> Int32 {
+    static func run(_ action: Action, store: any DeliveryStore) -> Int32 {
         let now = Date()
         do {
             switch action {

@@ -2,6 +2,7 @@ import Cryptography
 import DeliveryAPI
 import Foundation
 import HTTPServer
+import PostgresStorage
 import Projection
 import Pusher
 import Storage
@@ -59,23 +60,45 @@ do {
     exit(1)
 }
 
-let storage: Database
-do {
-    storage = try Database.open(
-        StorageConfiguration(
-            dataDirectory: configuration.dataDirectory,
-            synchronous: configuration.synchronous == "normal" ? .normal : .full
-        )
-    )
-} catch {
-    printError("deliveryd: cannot open the database in \(configuration.dataDirectory): \(error)")
-    exit(1)
+if backupPath != nil, configuration.databaseURL != nil {
+    printError(
+        "deliveryd: backup copies the SQLite database; back PostgreSQL up with its own tools (pg_dump, pg_basebackup)")
+    exit(2)
 }
 
-if let backupPath {
+/// The store: SQLite in the data directory, or PostgreSQL when a database URL is configured.
+let storage: any DeliveryStore
+/// The SQLite database when it is the store: backups, checkpoints and commit statistics are its own.
+let sqlite: Database?
+/// The PostgreSQL store when it is the store: its pool's health goes to the metrics.
+let postgres: PostgresStore?
+if let databaseURL = configuration.databaseURL {
     do {
-        try storage.backup(to: backupPath)
-        print("deliveryd: backup of \(storage.path) written to \(backupPath)")
+        let store = try PostgresStore.open(url: databaseURL, poolSize: configuration.databasePoolSize)
+        (storage, sqlite, postgres) = (store, nil, store)
+    } catch {
+        printError("deliveryd: cannot open the PostgreSQL database: \(error)")
+        exit(1)
+    }
+} else {
+    do {
+        let database = try Database.open(
+            StorageConfiguration(
+                dataDirectory: configuration.dataDirectory,
+                synchronous: configuration.synchronous == "normal" ? .normal : .full
+            )
+        )
+        (storage, sqlite, postgres) = (database, database, nil)
+    } catch {
+        printError("deliveryd: cannot open the database in \(configuration.dataDirectory): \(error)")
+        exit(1)
+    }
+}
+
+if let backupPath, let sqlite {
+    do {
+        try sqlite.backup(to: backupPath)
+        print("deliveryd: backup of \(sqlite.path) written to \(backupPath)")
         exit(0)
     } catch {
         printError("deliveryd: backup failed: \(error)")
@@ -90,6 +113,10 @@ if let keysAction {
 /// Held until the process ends: a second service on this data directory fails here, naming this one.
 let dataDirectoryLock: DataDirectoryLock
 do {
+    // SQLite made it already; on PostgreSQL it holds only the lock and the sealing key.
+    try FileManager.default.createDirectory(
+        atPath: configuration.dataDirectory, withIntermediateDirectories: true,
+        attributes: [.posixPermissions: 0o700])
     dataDirectoryLock = try DataDirectoryLock(dataDirectory: configuration.dataDirectory)
 } catch {
     printError("deliveryd: \(error)")
@@ -155,22 +182,25 @@ pruneTimer.setEventHandler {
 }
 pruneTimer.resume()
 
-/// Moves committed pages from the WAL into the database file every second, off the request path.
+/// Moves committed pages from the WAL into the database file every second, off the request path
+/// (SQLite only: PostgreSQL checkpoints by itself).
 let checkpointTimer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
-checkpointTimer.schedule(deadline: .now() + 1, repeating: 1)
 /// Whether the last checkpoint failed: a full disk would otherwise log an error every second.
 let checkpointFailing = Atomic<Bool>(false)
-checkpointTimer.setEventHandler {
-    do {
-        try storage.checkpoint()
-        if checkpointFailing.exchange(false, ordering: .relaxed) { logger.info("storage.checkpoint_recovered") }
-    } catch {
-        if !checkpointFailing.exchange(true, ordering: .relaxed) {
-            logger.error("storage.checkpoint_failed", ["error": .string("\(error)")])
+if let sqlite {
+    checkpointTimer.schedule(deadline: .now() + 1, repeating: 1)
+    checkpointTimer.setEventHandler {
+        do {
+            try sqlite.checkpoint()
+            if checkpointFailing.exchange(false, ordering: .relaxed) { logger.info("storage.checkpoint_recovered") }
+        } catch {
+            if !checkpointFailing.exchange(true, ordering: .relaxed) {
+                logger.error("storage.checkpoint_failed", ["error": .string("\(error)")])
+            }
         }
     }
+    checkpointTimer.resume()
 }
-checkpointTimer.resume()
 
 let projectionConfiguration = ProjectionConfiguration(
     staleGrace: Double(configuration.staleGraceSeconds),
@@ -183,6 +213,15 @@ let environmentPauses = EnvironmentPauses()
 /// Whether pushes go to APNs: an app key is configured; without one the log sender records them.
 let usesAPNs = configuration.apnsKeyFile != nil || !configuration.apnsApps.isEmpty
 let apnsApps = [configuration.apnsTopic].compactMap { $0 } + configuration.apnsApps.map(\.bundleID)
+/// Reads the PostgreSQL pool's state, for `/readyz` and the metrics.
+func poolHealth(of store: PostgresStore) -> @Sendable () -> ConnectionPoolHealth {
+    {
+        let health = store.health
+        return ConnectionPoolHealth(
+            open: health.open, idle: health.idle, waiting: health.waiting, reachable: health.reachable)
+    }
+}
+let databaseHealth = postgres.map(poolHealth(of:))
 let service = DeliveryService(
     store: storage,
     configuration: DeliveryServiceConfiguration(
@@ -204,7 +243,7 @@ let service = DeliveryService(
             activitiesPerOrder: configuration.activitiesPerOrder, devicesPerCustomer: configuration.devicesPerCustomer),
         ridePushInterval: Double(configuration.ridePushIntervalSeconds),
         historyStep: configuration.historyIntervalSeconds,
-        nodeName: configuration.nodeName ?? ProcessInfo.processInfo.hostName),
+        nodeName: configuration.nodeName ?? ProcessInfo.processInfo.hostName, databaseHealth: databaseHealth),
     sealingKey: sealingKey, outboxSignal: outboxSignal, registry: registry,
     logger: Logger(label: "api", minimumLevel: configuration.logLevel),
     sendingStatus: { now in
@@ -267,7 +306,8 @@ if server.connectionStatistics.limit < configuration.maxConnections {
 }
 HTTPMetrics.register(
     in: registry, statistics: { server.requestStatistics() }, connections: { server.connectionStatistics })
-StorageMetrics.register(in: registry, statistics: storage.commitStatistics)
+if let sqlite { StorageMetrics.register(in: registry, statistics: sqlite.commitStatistics) }
+if let databaseHealth { StorageMetrics.register(in: registry, pool: databaseHealth) }
 
 signal(SIGTERM, SIG_IGN)
 signal(SIGINT, SIG_IGN)
@@ -304,7 +344,16 @@ for source in stopSignals {
 var settings: [String: Logger.Value] = ["service.version": .string(deliverydVersion)]
 for (name, value) in configuration.summary { settings["config." + name] = .string(value) }
 logger.info("service.configuration", settings)
-logger.info("storage.opened", ["db.path": .string(storage.path), "db.journal_mode": .string(storage.journalMode)])
+if let sqlite {
+    logger.info("storage.opened", ["db.path": .string(sqlite.path), "db.journal_mode": .string(sqlite.journalMode)])
+} else if let postgres {
+    logger.info(
+        "storage.opened",
+        [
+            "db.engine": "postgresql", "db.pool_size": .int(configuration.databasePoolSize),
+            "db.schema_version": .int((try? postgres.schemaVersions().last) ?? 0),
+        ])
+}
 logger.info(
     "apns.transport",
     ["curl.version": .string(CurlLibrary.current.version), "tls.library": .string(CurlLibrary.current.sslVersion)])

@@ -2,18 +2,19 @@ import DeliveryAPI
 import Foundation
 import HTTPServer
 import Storage
+import TestSupport
 
 /// The service over a fresh SQLite file, called through its router as the HTTP server calls it.
 final class APIHarness: Sendable {
     static let adminKey = "test-admin-key-0123456789"
     let directory: String
-    let store: Database
+    let store: any DeliveryStore
     let router: Router
     let now = Date()
 
     /// A harness over another configuration's router and store; `directory` (the store's) is removed
     /// with the harness, or else by the caller.
-    init(router: Router, store: Database, directory: String? = nil) throws {
+    init(router: Router, store: any DeliveryStore, directory: String? = nil) throws {
         self.directory = directory ?? NSTemporaryDirectory() + "api-unused-" + UUID().uuidString
         self.store = store
         self.router = router
@@ -21,7 +22,7 @@ final class APIHarness: Sendable {
 
     init() throws {
         directory = NSTemporaryDirectory() + "api-" + UUID().uuidString
-        store = try Database.open(StorageConfiguration(dataDirectory: directory))
+        store = try TestStore.open(directory)
         try store.upsertAPIKey(Credentials.configuredAdminKey(Self.adminKey, now: now))
         let fixedNow = now
         router = DeliveryService(

@@ -1,12 +1,13 @@
 import DeliveryAPI
 import Foundation
 import Storage
+import TestSupport
 import Testing
 
 /// The service with `limits` and a clock that stands still: buckets refill only when the test says.
 private func harness(_ limits: RateLimits, clock: TestClock = TestClock(Date())) throws -> APIHarness {
     let directory = NSTemporaryDirectory() + "api-limits-" + UUID().uuidString
-    let store = try Database.open(StorageConfiguration(dataDirectory: directory))
+    let store = try TestStore.open(directory)
     try store.upsertAPIKey(Credentials.configuredAdminKey(APIHarness.adminKey, now: clock.now))
     return try APIHarness(
         router: DeliveryService(

@@ -5,6 +5,7 @@ import OrderDomain
 import Projection
 import Storage
 import Synchronization
+import TestSupport
 import Testing
 
 /// A clock the test moves by hand.
@@ -106,12 +107,12 @@ struct RideAPITests {
     static let ridersOrdersPerPost = 20
     let clock = ManualClock(Date())
     let directory = NSTemporaryDirectory() + "rides-" + UUID().uuidString
-    let store: Database
+    let store: any DeliveryStore
     let service: DeliveryService
     let api: APIHarness
 
     init() throws {
-        store = try Database.open(StorageConfiguration(dataDirectory: directory))
+        store = try TestStore.open(directory)
         try store.upsertAPIKey(Credentials.configuredAdminKey(APIHarness.adminKey, now: clock.now))
         let clock = self.clock
         service = DeliveryService(

@@ -4,6 +4,7 @@ import Foundation
 import HTTPServer
 import Storage
 import Synchronization
+import TestSupport
 import Testing
 
 /// Two services on one database, as two nodes would run: what must hold does not rest on memory
@@ -21,7 +22,7 @@ struct TwoNodeTests {
         let sealingKey = SealingKey.generate()
         let fixedNow = api.now
         let nodes = try (0..<2).map { _ in
-            let store = try Database.open(StorageConfiguration(dataDirectory: api.directory))
+            let store = try TestStore.open(api.directory)
             let router = DeliveryService(
                 store: store, configuration: DeliveryServiceConfiguration(defaultBundleID: "com.example.app"),
                 sealingKey: sealingKey, clock: { fixedNow }
@@ -30,7 +31,7 @@ struct TwoNodeTests {
         }
         // A third store holds the write lock while the requests arrive, so that they meet at the lock
         // however fast the machine is; any that comes after its release reads the kept answer.
-        let holder = try Database.open(StorageConfiguration(dataDirectory: api.directory))
+        let holder = try TestStore.open(api.directory)
         let (locked, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
         let holding = Thread {
             _ = try? holder.write { _ in
@@ -85,7 +86,7 @@ struct TwoNodeTests {
         let api = try APIHarness()
         let merchant = try api.key("merchant", merchant: "m-1")
         let order = try api.createOrder(merchant, number: "A-1")
-        let stores = try (0..<2).map { _ in try Database.open(StorageConfiguration(dataDirectory: api.directory)) }
+        let stores = try (0..<2).map { _ in try TestStore.open(api.directory) }
         let outcomes = ConcurrentOutcomes()
         DispatchQueue.concurrentPerform(iterations: 20) { index in
             do {
@@ -101,6 +102,28 @@ struct TwoNodeTests {
         #expect(outcomes.all.filter { $0 == "registered" }.count == 10)
         #expect(outcomes.all.filter { $0 == "limit" }.count == 10)
         #expect(try api.store.liveActivities(orderID: order.id).count == 10)
+    }
+
+    /// Push-to-start devices per customer: 20 devices registered at once through two stores, with a
+    /// limit of 10, leave exactly 10 and refuse the rest (the customer has no row to lock: the rule
+    /// holds by a lock of its own on PostgreSQL).
+    @Test func theDeviceCapHoldsAcrossStores() throws {
+        let api = try APIHarness()
+        let stores = try (0..<2).map { _ in try TestStore.open(api.directory) }
+        let outcomes = ConcurrentOutcomes()
+        DispatchQueue.concurrentPerform(iterations: 20) { index in
+            do {
+                try stores[index % 2].registerPushToStart(
+                    DeviceKey(merchantID: "m-1", customerID: "c-1", deviceID: "d-\(index)"), credentialID: "cred",
+                    pushToken: String(format: "%064x", index), environment: .production, bundleID: "com.example.app",
+                    deviceLimit: 10, now: Date())
+                outcomes.append("registered")
+            } catch {
+                outcomes.append((error as? StorageError)?.code == .limitReached ? "limit" : "\(error)")
+            }
+        }
+        #expect(outcomes.all.filter { $0 == "registered" }.count == 10)
+        #expect(outcomes.all.filter { $0 == "limit" }.count == 10, "\(outcomes.all)")
     }
 
     /// Two pushers claiming through two stores at once never hold one row, nor two rows of one
@@ -123,7 +146,7 @@ struct TwoNodeTests {
                 try api.send("POST", "/v1/orders/\(id)/status", as: merchant, json: ["status": "preparing"]).status
                     == 200)
         }
-        let stores = try (0..<2).map { _ in try Database.open(StorageConfiguration(dataDirectory: api.directory)) }
+        let stores = try (0..<2).map { _ in try TestStore.open(api.directory) }
         let claims = ConcurrentOutcomes()
         let now = api.now.addingTimeInterval(1)
         DispatchQueue.concurrentPerform(iterations: 2) { worker in

@@ -16,22 +16,8 @@ struct StoreBackend: Sendable, CustomTestStringConvertible {
 
     static let all: [StoreBackend] = [
         StoreBackend(name: "SQLite") { place in try Database.open(StorageConfiguration(dataDirectory: place)) },
-        StoreBackend(name: "PostgreSQL") { place in
-            try PostgresStore.open(url: try postgresDatabase(for: place), poolSize: 4)
-        },
+        StoreBackend(name: "PostgreSQL") { place in try TestStore.postgres(place) },
     ]
-
-    /// One server for the contract's PostgreSQL runs, a database of its own for each place: a
-    /// second handle on a place is a second node on the same database.
-    static let postgres = Result { try PostgresServer() }
-    private static let postgresDatabases = Mutex<[String: String]>([:])
-
-    private static func postgresDatabase(for place: String) throws -> String {
-        if let url = postgresDatabases.withLock({ $0[place] }) { return url }
-        let url = try postgres.get().newDatabaseURL()
-        postgresDatabases.withLock { $0[place] = url }
-        return url
-    }
 }
 
 /// What every backend of `DeliveryStore` must do, written against the interface alone.

@@ -1,4 +1,5 @@
 package import Foundation
+import PostgresStorage
 import Synchronization
 
 /// A real PostgreSQL server of its own for a test: `initdb` into a temporary directory, started on a
@@ -11,6 +12,7 @@ package final class PostgresServer: Sendable {
     package let directory: String
     /// A libpq URL of a fresh database on this server, for the `deliveryd` role.
     package let url: String
+    private let administration = Mutex<PostgresConnection?>(nil)
 
     /// - Parameter settings: `-c name=value` settings for the server, beside the defaults here
     ///   (no fsync unless asked: these servers hold test data only).
@@ -58,14 +60,20 @@ package final class PostgresServer: Sendable {
     /// A libpq URL of a new, empty database on this server, owned by the `deliveryd` role: for a
     /// test that needs a store of its own beside others on one server.
     package func newDatabaseURL() throws -> String {
-        let name = "store_" + UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: "")
-        try Self.asPostgres(
-            Self.binaries + "/psql",
-            [
-                "-h", "127.0.0.1", "-p", String(port), "-U", "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1",
-                "-q", "-c", "CREATE DATABASE \(name) OWNER deliveryd",
-            ])
+        let name = "store_" + UUID().uuidString.prefix(13).lowercased().replacingOccurrences(of: "-", with: "")
+        try administer("CREATE DATABASE \(name) OWNER deliveryd")
         return "postgresql://deliveryd:deliveryd@127.0.0.1:\(port)/\(name)"
+    }
+
+    /// Runs `sql` as the superuser, on a connection kept for that (statements such as CREATE
+    /// DATABASE, which the `deliveryd` role may not run).
+    package func administer(_ sql: String) throws {
+        try administration.withLock { connection in
+            if connection == nil || connection?.isOpen == false {
+                connection = try PostgresConnection.connect(url: "postgresql://postgres@127.0.0.1:\(port)/postgres")
+            }
+            try connection?.execute(sql)
+        }
     }
 
     /// Servers not stopped yet: a suite's shared server lives in a `static let`, which is never

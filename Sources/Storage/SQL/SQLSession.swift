@@ -33,9 +33,14 @@ package struct SQLDialect: Sendable {
     /// Appended to the `SELECT` that picks outbox rows to claim, so that nodes claiming at once take
     /// different rows instead of waiting for each other's.
     package let skippingLockedRows: String
+    /// A statement that takes a lock named by its one text parameter until the transaction ends, for
+    /// a rule over rows that have no row of their own to lock; `nil` where writes never overlap.
+    package let lockingKey: String?
 
-    package static let sqlite = SQLDialect(lockingRows: "", skippingLockedRows: "")
-    package static let postgres = SQLDialect(lockingRows: " FOR UPDATE", skippingLockedRows: " FOR UPDATE SKIP LOCKED")
+    package static let sqlite = SQLDialect(lockingRows: "", skippingLockedRows: "", lockingKey: nil)
+    package static let postgres = SQLDialect(
+        lockingRows: " FOR UPDATE", skippingLockedRows: " FOR UPDATE SKIP LOCKED",
+        lockingKey: "SELECT pg_advisory_xact_lock(hashtextextended(?, 0)) AS locked")
 }
 
 extension SQLStatement {

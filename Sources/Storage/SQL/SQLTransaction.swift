@@ -84,6 +84,10 @@ struct SQLTransaction: StoreTransaction {
         shown: ShownState?, liveLimit: Int, now: Date, requestID: String?
     ) throws(StorageError) -> ActivityRegistration {
         try sql {
+            // The cap counts the order's live activities: registrations of one order take turns on
+            // its row, so that two nodes registering at once cannot both see room for one more.
+            try connection.cached("SELECT id FROM orders WHERE id = ?\(connection.dialect.lockingRows)")
+                .run([.text(orderID)])
             let previous = try StoreSQL.activity(orderID: orderID, activityID: activityID, connection)
             if previous?.endedAt != nil || previous == nil {
                 let live =
@@ -128,6 +132,10 @@ struct SQLTransaction: StoreTransaction {
         deviceLimit: Int, now: Date
     ) throws(StorageError) {
         try sql {
+            // The cap counts one customer's devices, which have no row of their own to lock.
+            if let lock = connection.dialect.lockingKey {
+                try connection.cached(lock).run([.text("push-to-start \(device.merchantID) \(device.customerID)")])
+            }
             if try StoreSQL.pushToStart(device, connection) == nil {
                 let devices =
                     try connection.cached(
