@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import OrderDomain
+import Projection
 import Storage
 import Telemetry
 
@@ -39,7 +40,9 @@ extension DeliveryService {
         let tracking = Credentials.newTrackingToken()
         return { transaction in
             switch try transaction.createOrder(
-                order, event: event, trackingTokenHash: tracking.hash, now: now, requestID: call.request.requestID)
+                order, event: event, trackingTokenHash: tracking.hash, now: now,
+                startsAt: self.configuration.projection.startTime(of: order, now: now),
+                requestID: call.request.requestID)
             {
             case .created(let order, _, let queuedStarts):
                 return Written {
@@ -133,7 +136,15 @@ extension DeliveryService {
     /// `GET /v1/orders/{id}/live-activity`: attributes and state exactly as the app decodes them.
     func showLiveActivity(_ call: Call) throws -> HTTPResponse {
         let order = try visibleOrder(call.parameter("id"), call)
-        return json(200, Views.liveActivity(order, projector: projector))
+        guard case .object(var view) = Views.liveActivity(order, projector: projector) else {
+            throw APIError.internalError()
+        }
+        // When an app that starts the activity itself should: a pre-order's start waits (iOS would
+        // end an activity started a day early long before delivery); an ended order has none.
+        if !order.status.isTerminal {
+            view["startAt"] = .time(configuration.projection.startTime(of: order, now: call.now))
+        }
+        return json(200, .object(view))
     }
 
     /// `GET /v1/orders/{id}/pushes`: every APNs attempt for the order, oldest first.
@@ -157,6 +168,13 @@ extension DeliveryService {
                 throw APIError.notFound("order not found")
             }
             let stored = try transaction.record(try change(current), now: call.now, requestID: call.request.requestID)
+            // A placed order's start waits for its lead time: preparing it, or moving its ETA, moves that.
+            var startsNow = 0
+            if case .applied(let order, let event) = stored.outcome, event.from == .placed {
+                let start = self.configuration.projection.startTime(of: order, now: call.now)
+                let moved = try transaction.scheduleStarts(orderID: order.id, at: start, now: call.now)
+                startsNow = start <= call.now ? moved : 0
+            }
             return Written {
                 let transition: JSONValue =
                     switch stored.outcome {
@@ -170,7 +188,36 @@ extension DeliveryService {
                 if case .applied(let order, let event) = stored.outcome, event.from != event.to {
                     self.metrics.transitions.increment([event.from.rawValue, order.status.rawValue])
                 }
-                self.wakePusher(stored.queuedPushes)
+                self.wakePusher(stored.queuedPushes + startsNow)
+            }
+        }
+    }
+
+    /// `POST /v1/orders/{id}/live-activity/start`: the merchant starts the order's Live Activity now
+    /// (a pre-order whose start would wait, or a customer who asked again): a `start` push to each of
+    /// the customer's devices that has not had this order's start. Repeating it queues nothing new.
+    func startLiveActivity(_ call: Call) throws -> TransactionStep {
+        let orderID = call.parameter("id")
+        let principal = try staffPrincipal(call, orderID: orderID)
+        if case .rider = principal {
+            _ = try visibleOrder(orderID, call)  // an order the rider does not carry stays unknown (404)
+            throw APIError.forbidden("a rider may not start the customer's Live Activity")
+        }
+        return { transaction in
+            guard let order = try transaction.lockOrder(id: orderID), order.isVisible(to: principal) else {
+                throw APIError.notFound("order not found")
+            }
+            guard !order.status.isTerminal else {
+                throw APIError(
+                    OrderError(
+                        .orderClosed, "order is \(order.status.rawValue): nothing to start",
+                        currentStatus: order.status))
+            }
+            let queued = try transaction.startNow(order, now: call.now, requestID: call.request.requestID)
+            return Written {
+                self.json(202, .object(["orderId": .string(order.id), "queuedStarts": .number(Double(queued))]))
+            } afterCommit: {
+                self.wakePusher(queued)
             }
         }
     }

@@ -161,6 +161,7 @@ public struct DeliveryService: Sendable {
         route(&router, "PATCH", "/v1/orders/{id}/eta", writing: changeEstimatedArrival)
         route(&router, "PUT", "/v1/orders/{id}/rider", writing: assignRider)
         route(&router, "GET", "/v1/orders/{id}/live-activity", showLiveActivity)
+        route(&router, "POST", "/v1/orders/{id}/live-activity/start", writing: startLiveActivity)
         route(&router, "POST", "/v1/orders/{id}/position", postOrderPosition)
         route(&router, "POST", "/v1/riders/{riderId}/position", postRiderPosition)
         route(&router, "POST", "/v1/orders/{id}/tracking-token", reissueTrackingToken)

@@ -38,10 +38,46 @@ public enum APNsEnvironment: String, Codable, Sendable {
 public struct LiveActivitySnapshot: Codable, Hashable, Sendable {
     public var attributes: DeliveryAttributes
     public var contentState: DeliveryAttributes.ContentState
+    /// When to start the activity: now, or for a pre-order an hour (the server's lead time) before it
+    /// is due, since iOS ends an activity 8 hours after it starts. `nil` once the order ended (or
+    /// from a server that does not say).
+    public var startAt: Date?
 
-    public init(attributes: DeliveryAttributes, contentState: DeliveryAttributes.ContentState) {
+    public init(attributes: DeliveryAttributes, contentState: DeliveryAttributes.ContentState, startAt: Date? = nil) {
         self.attributes = attributes
         self.contentState = contentState
+        self.startAt = startAt
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case attributes, contentState, startAt
+    }
+
+    /// `startAt` is an RFC 3339 time, like every time of the API outside `contentState`.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        attributes = try container.decode(DeliveryAttributes.self, forKey: .attributes)
+        contentState = try container.decode(DeliveryAttributes.ContentState.self, forKey: .contentState)
+        startAt = try container.decodeIfPresent(String.self, forKey: .startAt).map { text in
+            guard let date = Self.rfc3339(text) else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .startAt, in: container, debugDescription: "not an RFC 3339 time: \(text)")
+            }
+            return date
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(attributes, forKey: .attributes)
+        try container.encode(contentState, forKey: .contentState)
+        try container.encodeIfPresent(startAt?.formatted(Self.withFraction), forKey: .startAt)
+    }
+
+    private static let withFraction = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+
+    private static func rfc3339(_ text: String) -> Date? {
+        (try? Date(text, strategy: withFraction)) ?? (try? Date(text, strategy: .iso8601))
     }
 }
 

@@ -1,4 +1,5 @@
 public import FoundationEssentials
+public import OrderDomain
 
 /// The knobs of the projection and push plan; every one has the default the design names.
 public struct ProjectionConfiguration: Sendable, Hashable {
@@ -27,6 +28,9 @@ public struct ProjectionConfiguration: Sendable, Hashable {
     public var riderNameLimit: Int
     /// Longest order number shown.
     public var orderNumberLimit: Int
+    /// How long before a placed order is due its activity starts: a pre-order for tomorrow starts
+    /// then, not now (iOS ends an activity 8 hours after it starts). Preparing starts it at once.
+    public var startLeadTime: TimeInterval
 
     /// - Parameters:
     ///   - staleGrace: default 15 minutes.
@@ -37,6 +41,7 @@ public struct ProjectionConfiguration: Sendable, Hashable {
     ///   - estimatedArrivalRounding: default 60 seconds.
     ///   - distanceRounding: default 100 m; `arrivingDistance` 200 m.
     ///   - merchantNameLimit: default 40; `riderNameLimit` 20; `orderNumberLimit` 32.
+    ///   - startLeadTime: default 1 hour.
     public init(
         staleGrace: TimeInterval = 15 * 60,
         minimumFreshness: TimeInterval = 15 * 60,
@@ -48,8 +53,10 @@ public struct ProjectionConfiguration: Sendable, Hashable {
         arrivingDistance: Double = 200,
         merchantNameLimit: Int = 40,
         riderNameLimit: Int = 20,
-        orderNumberLimit: Int = 32
+        orderNumberLimit: Int = 32,
+        startLeadTime: TimeInterval = 3600
     ) {
+        self.startLeadTime = startLeadTime
         self.staleGrace = staleGrace
         self.minimumFreshness = minimumFreshness
         self.dismissalDelay = dismissalDelay
@@ -61,5 +68,14 @@ public struct ProjectionConfiguration: Sendable, Hashable {
         self.merchantNameLimit = merchantNameLimit
         self.riderNameLimit = riderNameLimit
         self.orderNumberLimit = orderNumberLimit
+    }
+}
+
+extension ProjectionConfiguration {
+    /// When the Live Activity of `order` should start: at once when it is being prepared (or later
+    /// in its life), else `startLeadTime` before it is due, and never before `now`.
+    public func startTime(of order: Order, now: Date) -> Date {
+        guard order.status == .placed else { return now }
+        return max(now, order.estimatedArrival.addingTimeInterval(-startLeadTime))
     }
 }

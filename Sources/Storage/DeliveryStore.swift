@@ -101,11 +101,13 @@ extension DeliveryStore {
 
     /// See `StoreTransaction.createOrder`.
     public func createOrder(
-        _ order: Order, event: OrderEvent, trackingTokenHash: String?, now: Date, requestID: String? = nil
+        _ order: Order, event: OrderEvent, trackingTokenHash: String?, now: Date, startsAt: Date? = nil,
+        requestID: String? = nil
     ) throws(StorageError) -> CreateOrderResult {
         try writing { transaction throws(StorageError) in
             try transaction.createOrder(
-                order, event: event, trackingTokenHash: trackingTokenHash, now: now, requestID: requestID)
+                order, event: event, trackingTokenHash: trackingTokenHash, now: now, startsAt: startsAt,
+                requestID: requestID)
         }
     }
 

@@ -28,10 +28,22 @@ public protocol StoreTransaction {
         throws(StorageError) -> Int
 
     /// Stores a new order with its `created` event, and queues a `start` push for every push-to-start
-    /// device of the merchant's customer. The same merchant and number again returns the stored
-    /// order and writes nothing (a unique key on both decides, not a read before the insert).
-    func createOrder(_ order: Order, event: OrderEvent, trackingTokenHash: String?, now: Date, requestID: String?)
-        throws(StorageError) -> CreateOrderResult
+    /// device of the merchant's customer, due at `startsAt` (a pre-order's start waits; `nil`: now).
+    /// The same merchant and number again returns the stored order and writes nothing (a unique key
+    /// on both decides, not a read before the insert).
+    func createOrder(
+        _ order: Order, event: OrderEvent, trackingTokenHash: String?, now: Date, startsAt: Date?, requestID: String?
+    ) throws(StorageError) -> CreateOrderResult
+
+    /// Moves the order's waiting `start` pushes to `time` (not before `now`): a pre-order being
+    /// prepared starts at once, a moved ETA moves its start.
+    /// - Returns: how many were moved.
+    func scheduleStarts(orderID: String, at time: Date, now: Date) throws(StorageError) -> Int
+
+    /// Queues a `start` push, due now, for each push-to-start device of the order's customer that has
+    /// not been sent this order's start yet (a waiting one is replaced by one due now).
+    /// - Returns: how many were queued.
+    func startNow(_ order: Order, now: Date, requestID: String?) throws(StorageError) -> Int
 
     /// Registers an activity's push token of an order the caller locked and found open; a new token
     /// for the same activity replaces the old one.

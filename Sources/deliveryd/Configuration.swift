@@ -25,6 +25,7 @@ struct Configuration: Sendable {
     var staleGraceSeconds = 900
     var minimumFreshnessSeconds = 900
     var highPriorityBudget = 6
+    var startLeadTimeSeconds = 3600
     var ridePushIntervalSeconds = 30
     var trackingTokenLifetimeSeconds = 7 * 86_400
     var authFailuresPerAddress = 20
@@ -279,6 +280,12 @@ struct Configuration: Sendable {
             flag: "--devices-per-customer", environment: "DELIVERYD_DEVICES_PER_CUSTOMER", range: 1...1000,
             help: "push-to-start devices one merchant's customer may register (default 10)",
             keyPath: \.devicesPerCustomer
+        ),
+        integerSetting(
+            flag: "--start-lead-time", environment: "DELIVERYD_START_LEAD_TIME", range: 0...28_800,
+            help:
+                "seconds before a placed order is due that its Live Activity starts: a pre-order's push-to-start waits until then, or until it is being prepared (default 3600)",
+            keyPath: \.startLeadTimeSeconds
         ),
         integerSetting(
             flag: "--high-priority-budget", environment: "DELIVERYD_HIGH_PRIORITY_BUDGET", range: 0...1000,

@@ -206,7 +206,8 @@ let projectionConfiguration = ProjectionConfiguration(
     staleGrace: Double(configuration.staleGraceSeconds),
     minimumFreshness: Double(configuration.minimumFreshnessSeconds),
     dismissalDelay: Double(configuration.dismissalDelaySeconds),
-    highPriorityBudgetPerHour: configuration.highPriorityBudget
+    highPriorityBudgetPerHour: configuration.highPriorityBudget,
+    startLeadTime: Double(configuration.startLeadTimeSeconds)
 )
 let outboxSignal = OutboxSignal()
 let environmentPauses = EnvironmentPauses()

@@ -143,6 +143,12 @@ final class APIHarness: Sendable {
     static func rfc3339(_ date: Date) -> String {
         date.formatted(.iso8601)
     }
+
+    /// An RFC 3339 time as the API writes it (milliseconds) or as tests send it (whole seconds).
+    static func parseTime(_ text: String) -> Date? {
+        (try? Date(text, strategy: .iso8601.time(includingFractionalSeconds: true)))
+            ?? (try? Date(text, strategy: .iso8601))
+    }
 }
 
 struct HarnessError: Error, CustomStringConvertible {

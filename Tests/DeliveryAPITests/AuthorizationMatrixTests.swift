@@ -58,6 +58,9 @@ let matrix: [MatrixRow] = [
         [401, 404, 404, 404, 200, 403, 403, 200, 403, 404, 401, 404]),
     MatrixRow("GET", "/v1/orders/{order}/live-activity", [401, 404, 404, 404, 200, 200, 200, 200, 200, 404, 401, 404]),
     MatrixRow(
+        "POST", "/v1/orders/{order}/live-activity/start", [401, 404, 404, 404, 202, 403, 403, 202, 403, 404, 401, 404]
+    ),
+    MatrixRow(
         "POST", "/v1/orders/{order}/position",
         body: { _ in ["latitude": "#52.52", "longitude": "#13.405", "recordedAt": "{now}"] },
         [401, 404, 404, 404, 403, 202, 403, 403, 403, 404, 401, 404]),

@@ -1,3 +1,4 @@
+import DeliveryActivityClient
 import DeliveryActivityContract
 import Foundation
 import OrderDomain
@@ -105,6 +106,30 @@ struct PayloadDecodingTests {
             DeliveryAttributes.self, from: Data(projector.encode(projector.attributes(for: order))))
         #expect(state == projector.contentState(for: order))
         #expect(attributes.orderId == "o_1")
+    }
+
+    /// The snapshot's `startAt` is the API's RFC 3339 time (milliseconds, or whole seconds), read to
+    /// the millisecond; written back it reads the same; a snapshot without it (an ended order) has none.
+    @Test func snapshotCarriesWhenToStart() throws {
+        let projector = LiveActivityProjector()
+        let order = Self.order(status: .placed, locale: "en-US", eta: Self.now.addingTimeInterval(86_400))
+        let objects =
+            #"{"attributes":"# + String(decoding: projector.encode(projector.attributes(for: order)), as: UTF8.self)
+            + #","contentState":"#
+            + String(decoding: projector.encode(projector.contentState(for: order)), as: UTF8.self)
+        let preOrder = try JSONDecoder().decode(
+            LiveActivitySnapshot.self, from: Data((objects + #","startAt":"2026-12-06T11:00:00.250Z"}"#).utf8))
+        #expect(preOrder.startAt?.timeIntervalSince1970 == 1_796_554_800.25)
+        let roundTrip = try JSONDecoder().decode(LiveActivitySnapshot.self, from: JSONEncoder().encode(preOrder))
+        #expect(roundTrip == preOrder)
+        let wholeSeconds = try JSONDecoder().decode(
+            LiveActivitySnapshot.self, from: Data((objects + #","startAt":"2026-12-06T11:00:00Z"}"#).utf8))
+        #expect(wholeSeconds.startAt?.timeIntervalSince1970 == 1_796_554_800)
+        #expect(try JSONDecoder().decode(LiveActivitySnapshot.self, from: Data((objects + "}").utf8)).startAt == nil)
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(
+                LiveActivitySnapshot.self, from: Data((objects + #","startAt":"tomorrow"}"#).utf8))
+        }
     }
 
     static func sent(_ decision: PushDecision) -> LiveActivityPush? {

@@ -197,10 +197,12 @@ struct ActivityKitStart: Decodable {
         var event: String
         var attributes: DeliveryAttributes
         var contentState: DeliveryAttributes.ContentState
+        var staleDate: Int?
 
         enum CodingKeys: String, CodingKey {
             case event, attributes
             case contentState = "content-state"
+            case staleDate = "stale-date"
         }
     }
 

@@ -91,6 +91,9 @@ struct HostileInputTests {
                 operation: "GET /v1/orders/{id}/live-activity", path: "/v1/orders/\(order)/live-activity", body: nil,
                 bearer: tracking),
             Sample(
+                operation: "POST /v1/orders/{id}/live-activity/start", path: "/v1/orders/\(order)/live-activity/start",
+                body: nil, bearer: merchant),
+            Sample(
                 operation: "POST /v1/orders/{id}/tracking-token", path: "/v1/orders/\(order)/tracking-token",
                 body: nil, bearer: merchant),
             Sample(

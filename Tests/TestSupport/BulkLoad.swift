@@ -16,7 +16,8 @@ extension DeliveryStore {
             try writing { transaction throws(StorageError) in
                 for (order, event) in batch {
                     _ = try transaction.createOrder(
-                        order, event: event, trackingTokenHash: "bulk-" + order.id, now: now, requestID: nil)
+                        order, event: event, trackingTokenHash: "bulk-" + order.id, now: now, startsAt: nil,
+                        requestID: nil)
                     for index in 0..<activitiesPerOrder {
                         _ = try transaction.registerActivity(
                             orderID: order.id, activityID: "a\(index)", pushToken: "token-\(order.id)-\(index)",

@@ -199,12 +199,13 @@ extension StoreSQL {
 
     /// Queues a push, superseding the target's older pending rows: only the newest state is sent.
     static func enqueue(
-        orderID: String, eventID: Int64?, target: OutboxTarget, now: Date, requestID: String?,
+        orderID: String, eventID: Int64?, target: OutboxTarget, now: Date, dueAt: Date? = nil, requestID: String?,
         _ connection: any SQLSession
     )
         throws
     {
         let millis = Int64(now.storageMilliseconds)
+        let due = max(millis, dueAt?.storageMilliseconds ?? millis)
         try connection.cached(
             """
             UPDATE outbox SET state = 'superseded', updated_at = ?
@@ -218,7 +219,7 @@ extension StoreSQL {
             """
         ).run([
             .text(orderID), eventID.map(DatabaseValue.integer) ?? .null, .text(target.kind), .text(target.targetID),
-            .integer(millis), .integer(millis), .integer(millis), requestID.map(DatabaseValue.text) ?? .null,
+            .integer(due), .integer(millis), .integer(millis), requestID.map(DatabaseValue.text) ?? .null,
         ])
     }
 

@@ -51,7 +51,7 @@ struct SQLTransaction: StoreTransaction {
     }
 
     func createOrder(
-        _ order: Order, event: OrderEvent, trackingTokenHash: String?, now: Date, requestID: String?
+        _ order: Order, event: OrderEvent, trackingTokenHash: String?, now: Date, startsAt: Date?, requestID: String?
     ) throws(StorageError) -> CreateOrderResult {
         try sql {
             try connection.cached(StoreSQL.insertOrder + " ON CONFLICT (merchant_id, number) DO NOTHING").run(
@@ -72,10 +72,52 @@ struct SQLTransaction: StoreTransaction {
                 try StoreSQL.enqueue(
                     orderID: order.id, eventID: eventID,
                     target: .start(customerID: order.customer.id, deviceID: device),
-                    now: now, requestID: requestID, connection
+                    now: now, dueAt: startsAt, requestID: requestID, connection
                 )
             }
             return .created(order, eventID: eventID, queuedStarts: devices.count)
+        }
+    }
+
+    func scheduleStarts(orderID: String, at time: Date, now: Date) throws(StorageError) -> Int {
+        try sql {
+            try connection.cached(
+                """
+                UPDATE outbox SET due_at = ?, updated_at = ?
+                WHERE order_id = ? AND kind = 'start' AND state IN ('pending', 'sending') AND state = 'pending'
+                  AND due_at != ?
+                """
+            ).run([
+                .integer(max(time, now).storageMilliseconds), .integer(now.storageMilliseconds), .text(orderID),
+                .integer(max(time, now).storageMilliseconds),
+            ])
+            return connection.changes
+        }
+    }
+
+    func startNow(_ order: Order, now: Date, requestID: String?) throws(StorageError) -> Int {
+        try sql {
+            let devices = try connection.cached(
+                "SELECT device_id FROM push_to_start_tokens WHERE merchant_id = ? AND customer_id = ?"
+            ).rows([.text(order.merchantID), .text(order.customer.id)]) { try $0.text("device_id") }
+            var queued = 0
+            for device in devices {
+                let target = OutboxTarget.start(customerID: order.customer.id, deviceID: device)
+                // A device that was sent this order's start (or is being sent it) has its activity:
+                // another start would put a second one on its lock screen.
+                let started =
+                    try connection.cached(
+                        """
+                        SELECT count(*) AS started FROM outbox
+                        WHERE order_id = ? AND kind = 'start' AND target_id = ? AND state IN ('sending', 'sent')
+                        """
+                    ).firstRow([.text(order.id), .text(target.targetID)]) { try $0.int("started") } ?? 0
+                guard started == 0 else { continue }
+                try StoreSQL.enqueue(
+                    orderID: order.id, eventID: nil, target: target, now: now, requestID: requestID, connection)
+                queued += 1
+            }
+            return queued
         }
     }
 
