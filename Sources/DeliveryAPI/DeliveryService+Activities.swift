@@ -234,3 +234,35 @@ extension DeliveryService {
         if !valid { reader.fail(field, "must be 1 to 128 letters, digits or - _ . :") }
     }
 }
+
+extension DeliveryService {
+    /// Finds the push-to-starts that APNs accepted more than `startRegistrationTimeout` ago whose
+    /// activity registered no update token, and makes each visible once: the order's push log (reason
+    /// `NoUpdateTokenRegistered`), `deliveryd_stalled_remote_starts_total` by app, the `start_stalled`
+    /// Live Activity event of the stats, and a log line. Call it every half minute or so.
+    /// - Returns: how many were found.
+    @discardableResult
+    public func sweepStalledStarts() -> Int {
+        let now = clock()
+        do {
+            let stalled = try store.markStalledStarts(
+                sentBefore: now.addingTimeInterval(-configuration.startRegistrationTimeout), now: now)
+            for start in stalled {
+                metrics.stalledStarts.increment([start.bundleID ?? "unknown"])
+                metrics.activityEvents.increment(["start_stalled"])
+                logger.warning(
+                    "push_to_start.stalled",
+                    [
+                        "order.id": .string(start.orderID), "merchant.id": .string(start.device.merchantID),
+                        "device.id": .string(start.device.deviceID), "app": .string(start.bundleID ?? "unknown"),
+                        "note":
+                            "APNs accepted the start; no update token came (Live Activities off, or the app not woken)",
+                    ])
+            }
+            return stalled.count
+        } catch {
+            logger.error("push_to_start.sweep_failed", ["error": .string("\(error)")])
+            return 0
+        }
+    }
+}

@@ -29,6 +29,9 @@ public struct DeliveryServiceConfiguration: Sendable {
     public var nodeName: String
     /// The database connections' state, for `/readyz` (a PostgreSQL pool; `nil` for SQLite).
     public var databaseHealth: (@Sendable () -> ConnectionPoolHealth)?
+    /// How long after APNs accepted a push-to-start its activity must have registered an update
+    /// token before the start counts as stalled.
+    public var startRegistrationTimeout: TimeInterval
 
     /// - Parameters:
     ///   - projection: default `ProjectionConfiguration()`.
@@ -41,14 +44,16 @@ public struct DeliveryServiceConfiguration: Sendable {
     ///   - historyStep: default 10 seconds (an hour of samples, and a day of one a minute).
     ///   - nodeName: default `deliveryd`.
     ///   - databaseHealth: default `nil` (SQLite: nothing to report beyond reading it).
+    ///   - startRegistrationTimeout: default 2 minutes.
     public init(
         projection: ProjectionConfiguration = ProjectionConfiguration(), defaultBundleID: String? = nil,
         idempotencyLifetime: TimeInterval = 86_400, knownBundleIDs: Set<String>? = nil,
         trackingTokenLifetime: TimeInterval = 7 * 86_400, rateLimits: RateLimits = RateLimits(),
         ridePushInterval: TimeInterval = 30, historyStep: TimeInterval = 10, nodeName: String = "deliveryd",
-        databaseHealth: (@Sendable () -> ConnectionPoolHealth)? = nil
+        databaseHealth: (@Sendable () -> ConnectionPoolHealth)? = nil, startRegistrationTimeout: TimeInterval = 120
     ) {
         self.databaseHealth = databaseHealth
+        self.startRegistrationTimeout = startRegistrationTimeout
         self.historyStep = historyStep
         self.nodeName = nodeName
         self.ridePushInterval = ridePushInterval

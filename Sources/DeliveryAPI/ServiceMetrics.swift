@@ -13,6 +13,7 @@ struct APIMetrics: Sendable {
     let rateLimited: Counter
     let ridesStored: Counter
     let ridePushesQueued: Counter
+    let stalledStarts: Counter
 
     init(registry: MetricsRegistry, store: any DeliveryStore, rides: RideTracker) {
         let positions = registry.counter(
@@ -28,6 +29,11 @@ struct APIMetrics: Sendable {
             labels: ["from", "to"])
         ordersCreated = registry.counter("deliveryd_orders_created_total", help: "Orders created.")
         activityEvents = PushMetrics.activityEvents(registry)
+        stalledStarts = registry.counter(
+            "deliveryd_stalled_remote_starts_total",
+            help:
+                "Push-to-starts APNs accepted whose activity registered no update token in time (Live Activities off, the app not woken), by app.",
+            labels: ["app"])
         rateLimited = registry.counter(
             "deliveryd_rate_limited_total", help: "Requests answered 429 rate_limited, by the limit they hit.",
             labels: ["limit"])

@@ -58,6 +58,7 @@ public protocol DeliveryStore: Sendable {
     func claimDue(owner: String, now: Date, lease: TimeInterval, limit: Int) throws(StorageError) -> [OutboxItem]
     func extendLeases(owner: String, until: Date) throws(StorageError) -> Int
     func outboxDepth() throws(StorageError) -> (count: Int, oldestDue: Date?)
+    func markStalledStarts(sentBefore: Date, now: Date) throws(StorageError) -> [StalledStart]
     func deadLetters(limit: Int) throws(StorageError) -> [DeadLetter]
     func pushLog(orderID: String) throws(StorageError) -> [PushAttempt]
     func recentPushFailures(limit: Int) throws(StorageError) -> [PushAttempt]

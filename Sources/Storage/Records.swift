@@ -126,6 +126,16 @@ public struct OutboxItem: Sendable, Hashable {
     public let requestID: String?
 }
 
+/// A push-to-start that APNs accepted but whose activity never registered an update token: the
+/// activity, if iOS created it, shows the state of its start and will never move.
+public struct StalledStart: Sendable, Hashable {
+    public let orderID: String
+    public let device: DeviceKey
+    /// The app the device registered for, if the device is still registered.
+    public let bundleID: String?
+    public let sentAt: Date
+}
+
 /// A dead letter: a push that could not be delivered, with its reason.
 public struct DeadLetter: Sendable, Hashable {
     public let id: Int64

@@ -26,6 +26,7 @@ struct Configuration: Sendable {
     var minimumFreshnessSeconds = 900
     var highPriorityBudget = 6
     var startLeadTimeSeconds = 3600
+    var startRegistrationTimeoutSeconds = 120
     var ridePushIntervalSeconds = 30
     var trackingTokenLifetimeSeconds = 7 * 86_400
     var authFailuresPerAddress = 20
@@ -286,6 +287,13 @@ struct Configuration: Sendable {
             help:
                 "seconds before a placed order is due that its Live Activity starts: a pre-order's push-to-start waits until then, or until it is being prepared (default 3600)",
             keyPath: \.startLeadTimeSeconds
+        ),
+        integerSetting(
+            flag: "--start-registration-timeout", environment: "DELIVERYD_START_REGISTRATION_TIMEOUT",
+            range: 10...86_400,
+            help:
+                "seconds after APNs accepted a push-to-start by which its activity must register an update token, else the start counts as stalled (default 120)",
+            keyPath: \.startRegistrationTimeoutSeconds
         ),
         integerSetting(
             flag: "--high-priority-budget", environment: "DELIVERYD_HIGH_PRIORITY_BUDGET", range: 0...1000,

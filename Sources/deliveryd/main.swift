@@ -244,7 +244,8 @@ let service = DeliveryService(
             activitiesPerOrder: configuration.activitiesPerOrder, devicesPerCustomer: configuration.devicesPerCustomer),
         ridePushInterval: Double(configuration.ridePushIntervalSeconds),
         historyStep: configuration.historyIntervalSeconds,
-        nodeName: configuration.nodeName ?? ProcessInfo.processInfo.hostName, databaseHealth: databaseHealth),
+        nodeName: configuration.nodeName ?? ProcessInfo.processInfo.hostName, databaseHealth: databaseHealth,
+        startRegistrationTimeout: Double(configuration.startRegistrationTimeoutSeconds)),
     sealingKey: sealingKey, outboxSignal: outboxSignal, registry: registry,
     logger: Logger(label: "api", minimumLevel: configuration.logLevel),
     sendingStatus: { now in
@@ -258,6 +259,12 @@ let service = DeliveryService(
             })
     }
 )
+
+/// Looks for push-to-starts whose activity never registered (see `sweepStalledStarts`), twice a minute.
+let stalledStartTimer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
+stalledStartTimer.schedule(deadline: .now() + 30, repeating: 30)
+stalledStartTimer.setEventHandler { service.sweepStalledStarts() }
+stalledStartTimer.resume()
 /// Samples the dashboard's history: its curves survive a reload and are the same for every operator.
 let historyTimer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
 historyTimer.schedule(deadline: .now(), repeating: configuration.historyIntervalSeconds)

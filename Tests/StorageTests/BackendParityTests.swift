@@ -165,6 +165,10 @@ struct BackendParityTests {
                     principal: "p", key: "k", requestHash: "h2", expiresAt: t.addingTimeInterval(60), now: t)
             })
 
+        let anHourLater = t.addingTimeInterval(3600)
+        note("stalled starts", try store.markStalledStarts(sentBefore: anHourLater, now: anHourLater))
+        note("stalled again", try store.markStalledStarts(sentBefore: anHourLater, now: anHourLater))
+        note("push log after", try store.pushLog(orderID: "o-1").map(\.reason))
         note(
             "erasure", try store.erasePersonalData(merchantID: "m-1", customerID: "c-42", now: t.addingTimeInterval(70))
         )

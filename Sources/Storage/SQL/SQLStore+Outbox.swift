@@ -65,6 +65,53 @@ extension SQLStore {
         }
     }
 
+    /// Marks the starts APNs accepted before `sentBefore` whose order has had no activity registered
+    /// since (each once: the row keeps the mark), and notes each in the order's push log. Starts sent
+    /// more than a day before are left alone: the sent rows are pruned after a day.
+    /// - Returns: the starts marked by this call.
+    public func markStalledStarts(sentBefore: Date, now: Date) throws(StorageError) -> [StalledStart] {
+        try writeSQL { connection in
+            let stalled = try connection.cached(
+                """
+                UPDATE outbox SET last_error = ?
+                WHERE state IN ('sent', 'superseded') AND state = 'sent' AND kind = 'start' AND last_error IS NULL
+                  AND updated_at < ? AND updated_at >= ?
+                  AND NOT EXISTS (
+                      SELECT 1 FROM activities AS registered
+                      WHERE registered.order_id = outbox.order_id AND registered.registered_at >= outbox.created_at)
+                RETURNING order_id, kind, target_id, updated_at
+                """
+            ).rows([
+                .text(StoreSQL.stalledStart), .integer(sentBefore.storageMilliseconds),
+                .integer(sentBefore.addingTimeInterval(-86_400).storageMilliseconds),
+            ]) { row in
+                (
+                    orderID: try row.text("order_id"), target: try StoreSQL.decodeTarget(row),
+                    sentAt: Date(storageMilliseconds: try row.int("updated_at"))
+                )
+            }
+            var marked: [StalledStart] = []
+            for start in stalled {
+                guard case .start(let customerID, let deviceID) = start.target,
+                    let merchantID = try connection.cached("SELECT merchant_id FROM orders WHERE id = ?")
+                        .firstRow([.text(start.orderID)], { try $0.text("merchant_id") })
+                else { continue }
+                let device = DeviceKey(merchantID: merchantID, customerID: customerID, deviceID: deviceID)
+                try StoreSQL.insertPushLog(
+                    PushAttempt(
+                        orderID: start.orderID, targetID: "start:" + deviceID, event: "start", priority: 10,
+                        httpStatus: nil, reason: StoreSQL.stalledStart, apnsID: nil, latencyMilliseconds: nil,
+                        attemptedAt: now),
+                    connection)
+                marked.append(
+                    StalledStart(
+                        orderID: start.orderID, device: device,
+                        bundleID: try StoreSQL.pushToStart(device, connection)?.bundleID, sentAt: start.sentAt))
+            }
+            return marked.sorted { ($0.sentAt, $0.orderID) < ($1.sentAt, $1.orderID) }
+        }
+    }
+
     /// Rows waiting to be sent (pending or in flight), and the due time of the oldest one.
     public func outboxDepth() throws(StorageError) -> (count: Int, oldestDue: Date?) {
         try readSession { connection in
@@ -164,6 +211,9 @@ extension StoreSQL {
             attempt.contentState.map(DatabaseValue.text) ?? .null,
         ])
     }
+
+    /// The reason a stalled start carries, in its outbox row and the order's push log.
+    static let stalledStart = "NoUpdateTokenRegistered"
 
     fileprivate static let pushLogColumns =
         "order_id, target_id, event, priority, http_status, reason, apns_id, latency_ms, attempted_at, request_id, "
