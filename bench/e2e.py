@@ -5,12 +5,15 @@ usage: e2e.py DELIVERYD_BINARY   (from the repository root, with the bench virtu
 Environment: ORDERS (live orders per run, default 30000), DURATION (seconds of load, default 15),
 CONNECTIONS (status posters, default 64), POLLERS (customers polling, default 32),
 SCALE_ORDERS (orders already in the database for the scale run, default 1000000), RUNS (comma list
-of: deliveryd, peer, scale, connections, slow-apns; default all), RESULTS (JSON path),
+of: deliveryd, postgres, peer, scale, connections, slow-apns; default all), RESULTS (JSON path),
 DELIVERYD_ARGS (more flags for deliveryd), STATS_POLL (with 1: the dashboard's poll, GET
 /v1/admin/stats?history=all every 200 ms during the load, once the history holds STATS_SAMPLES
 samples, default 1800: a full hour and day; reports stats_p99_ms, stats_bytes, history_samples).
 Prints a table and ends with one line:
-    changes_per_s=N peer_changes_per_s=N ratio=R p99_ms=X peer_p99_ms=Y scale_ratio=S conn_rss_mb=M slow_apns_p99_ratio=Q
+    changes_per_s=N peer_changes_per_s=N ratio=R p99_ms=X peer_p99_ms=Y postgres_changes_per_s=N
+    postgres_ratio=R postgres_peer_ratio=R postgres_p99_ms=X scale_ratio=S conn_rss_mb=M slow_apns_p99_ratio=Q
+The postgres run is deliveryd on a PostgreSQL server of its own (Debian's, `make test` installs it;
+initdb into a temporary directory, run as the postgres user, its defaults: fsync and synchronous_commit on).
 """
 import concurrent.futures
 import http.client
@@ -34,7 +37,8 @@ DURATION = int(os.environ.get("DURATION", "15"))
 CONNECTIONS = int(os.environ.get("CONNECTIONS", "64"))
 POLLERS = int(os.environ.get("POLLERS", "32"))
 SCALE_ORDERS = int(os.environ.get("SCALE_ORDERS", "1000000"))
-RUNS = os.environ.get("RUNS", "deliveryd,peer,scale,connections,slow-apns").split(",")
+RUNS = os.environ.get("RUNS", "deliveryd,postgres,peer,scale,connections,slow-apns").split(",")
+POSTGRES_BIN = "/usr/lib/postgresql/15/bin"
 ADMIN = "bench-admin-key-0123456789"
 PEER_MERCHANT = "peer-merchant-key-0123456789"
 PEER_RIDER = "peer-rider-key-0123456789"
@@ -168,6 +172,7 @@ class Deliveryd:
         self.data = os.path.join(work, f"data-{uuid.uuid4().hex[:8]}")
         self.work = work
         self.process = None
+        self.extra = []
 
     def start(self):
         self.port = free_port()
@@ -181,7 +186,7 @@ class Deliveryd:
             # a few tracking tokens for every polling customer: the per-credential limits, which share
             # the machine between tenants, would otherwise measure themselves.
             "--requests-per-key", "1000000", "--requests-per-app", "1000000",
-        ] + os.environ.get("DELIVERYD_ARGS", "").split(),
+        ] + self.extra + os.environ.get("DELIVERYD_ARGS", "").split(),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(self.port)
         self.client = Client(self.port)
@@ -195,6 +200,9 @@ class Deliveryd:
     @property
     def database(self):
         return os.path.join(self.data, "deliveryd.sqlite3")
+
+    def reader(self):
+        return sqlite3.connect(f"file:{self.database}?mode=ro", uri=True)
 
     def backlog(self, connection):
         return connection.execute("SELECT count(*) FROM outbox WHERE state IN ('pending', 'sending')").fetchone()[0]
@@ -211,6 +219,93 @@ class Deliveryd:
     def stop(self):
         self.process.send_signal(signal.SIGTERM)
         self.process.wait(timeout=30)
+
+
+class PostgresServer:
+    """A PostgreSQL server of the benchmark's own, with the server's default durability."""
+
+    def __init__(self):
+        # Not under the benchmark's own directory: that is root's alone, and the server runs as postgres.
+        self.directory = tempfile.mkdtemp(prefix="e2e-postgres-")
+        shutil.chown(self.directory, "postgres", "postgres")
+        self.port = free_port()
+        self.as_postgres(f"{POSTGRES_BIN}/initdb", "-D", f"{self.directory}/data", "-A", "trust", "-U", "postgres")
+        self.as_postgres(f"{POSTGRES_BIN}/pg_ctl", "-D", f"{self.directory}/data", "-l", f"{self.directory}/log",
+                         "-w", "-o", f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1"
+                         " -c shared_preload_libraries=pg_stat_statements", "start")
+        self.psql("postgres", "CREATE ROLE deliveryd LOGIN PASSWORD 'deliveryd'")
+        self.psql("postgres", "CREATE DATABASE deliveryd OWNER deliveryd")
+        self.psql("deliveryd", "CREATE EXTENSION pg_stat_statements")
+        self.url = f"postgresql://deliveryd:deliveryd@127.0.0.1:{self.port}/deliveryd"
+
+    def statements(self, top=8):
+        """Where the server's time went: the statements that took most of it, with calls and mean ms."""
+        rows = self.psql("deliveryd", f"""
+            SELECT round(total_exec_time)::bigint, calls, round(mean_exec_time::numeric, 3),
+                   regexp_replace(left(query, 90), '\\s+', ' ', 'g')
+            FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT {top}""")
+        return [{"total_ms": int(row[0]), "calls": int(row[1]), "mean_ms": float(row[2]), "query": row[3]}
+                for row in rows]
+
+    @staticmethod
+    def as_postgres(*command):
+        subprocess.run(["runuser", "-u", "postgres", "--", *command], check=True, timeout=120,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def psql(self, database, sql):
+        result = subprocess.run(
+            [f"{POSTGRES_BIN}/psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", database,
+             "-At", "-v", "ON_ERROR_STOP=1", "-c", sql], check=True, timeout=120, capture_output=True, text=True)
+        return [line.split("|") for line in result.stdout.splitlines() if line]
+
+    def stop(self):
+        self.as_postgres(f"{POSTGRES_BIN}/pg_ctl", "-D", f"{self.directory}/data", "-m", "fast", "-w", "stop")
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class PsqlReader:
+    """What the benchmark reads of deliveryd's tables, through psql: `?` parameters are whole numbers."""
+
+    def __init__(self, server):
+        self.server = server
+
+    def execute(self, sql, parameters=()):
+        for value in parameters:
+            sql = sql.replace("?", str(int(value)), 1)
+        return PsqlRows([[int(value) if value else None for value in row]
+                         for row in self.server.psql("deliveryd", sql)])
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *arguments):
+        return False
+
+
+class PsqlRows:
+    def __init__(self, rows):
+        self.rows = rows
+
+    def fetchone(self):
+        return self.rows[0] if self.rows else None
+
+    def fetchall(self):
+        return self.rows
+
+    def __iter__(self):
+        return iter(self.rows)
+
+
+class DeliverydOnPostgres(Deliveryd):
+    name = "deliveryd-postgres"
+
+    def __init__(self, binary, work, apns_url, postgres):
+        super().__init__(binary, work, apns_url)
+        self.postgres = postgres
+        self.extra = ["--database-url", postgres.url]
+
+    def reader(self):
+        return PsqlReader(self.postgres)
 
 
 class Peer:
@@ -240,6 +335,9 @@ class Peer:
     @property
     def database(self):
         return self.data
+
+    def reader(self):
+        return sqlite3.connect(f"file:{self.database}?mode=ro", uri=True)
 
     def backlog(self, connection):
         return connection.execute("SELECT count(*) FROM outbox WHERE state = 'pending'").fetchone()[0]
@@ -289,7 +387,7 @@ class StatsPoller(threading.Thread):
 
 def wait_for_empty_outbox(server, timeout=300):
     """Waits until the server has no push left to send (or `timeout` passed); returns what is left."""
-    with sqlite3.connect(f"file:{server.database}?mode=ro", uri=True) as connection:
+    with server.reader() as connection:
         deadline = time.time() + timeout
         while server.backlog(connection) and time.time() < deadline:
             time.sleep(0.2)
@@ -376,7 +474,7 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
             holder.wait()
         backlog = wait_for_empty_outbox(server)
         drained_after = time.time() - started
-        with sqlite3.connect(f"file:{server.database}?mode=ro", uri=True) as connection:
+        with server.reader() as connection:
             cpu = cpu_seconds(server.process.pid) - cpu_before
             delays = server.commit_to_request_ms(connection, since_ms)
         shutil.rmtree(work, ignore_errors=True)
@@ -439,6 +537,16 @@ def main():
             server = Deliveryd(binary, work, sink.url)
             results["deliveryd"] = measure(server)
             results["deliveryd"].update(bytes_per_order(server.database))
+        if "postgres" in RUNS:
+            postgres = PostgresServer()
+            try:
+                results["postgres"] = measure(DeliverydOnPostgres(binary, work, sink.url, postgres))
+                results["postgres"]["statements"] = postgres.statements()
+                for statement in results["postgres"]["statements"]:
+                    print(f"  {statement['total_ms']:>8} ms {statement['calls']:>8} calls "
+                          f"{statement['mean_ms']:>8} ms/call  {statement['query']}")
+            finally:
+                postgres.stop()
         if "peer" in RUNS:
             results["peer"] = measure(Peer(work, sink.url))
         if "scale" in RUNS:
@@ -481,12 +589,17 @@ def report(results):
         return results.get(run, {}).get(key)
 
     ours, theirs = get("deliveryd", "changes_per_s"), get("peer", "changes_per_s")
+    on_postgres = get("postgres", "changes_per_s")
     scale = get("scale", "changes_per_s")
     slow, fast = get("apns_500ms", "post_p99_ms"), get("apns_0ms", "post_p99_ms")
     fields = {
         "changes_per_s": ours, "peer_changes_per_s": theirs,
         "ratio": f"{ours / theirs:.2f}" if ours and theirs else None,
         "p99_ms": get("deliveryd", "post_p99_ms"), "peer_p99_ms": get("peer", "post_p99_ms"),
+        "postgres_changes_per_s": on_postgres,
+        "postgres_ratio": f"{on_postgres / ours:.2f}" if on_postgres and ours else None,
+        "postgres_peer_ratio": f"{on_postgres / theirs:.2f}" if on_postgres and theirs else None,
+        "postgres_p99_ms": get("postgres", "post_p99_ms"),
         "scale_ratio": f"{ours / scale:.2f}" if ours and scale else None,
         "conn_rss_mb": get("connections", "rss_mb"),
         "slow_apns_p99_ratio": f"{slow / fast:.2f}" if slow and fast else None,
