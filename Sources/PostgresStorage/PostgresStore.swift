@@ -6,8 +6,8 @@ public import Storage
 /// Every operation is the SQL `SQLStore` shares with SQLite, run on a connection of the pool:
 /// a write in a transaction of its own (`READ COMMITTED`; the order a change applies to is locked
 /// with `FOR UPDATE`, so two nodes changing one order take turns, and the outbox is claimed with
-/// `SKIP LOCKED`, so two pushers take different rows), a read in a read-only one. Nodes coordinate
-/// through the database only.
+/// `SKIP LOCKED`, so two pushers take different rows); a read statement by statement, outside any
+/// (see `readSession`). Nodes coordinate through the database only.
 public final class PostgresStore: Sendable {
     private let pool: PostgresPool
     /// Where writes whose caller must not block wait for a connection and their commit.
@@ -48,9 +48,13 @@ public final class PostgresStore: Sendable {
 }
 
 extension PostgresStore: SQLStore {
+    /// Reads run outside a transaction: each statement sees what was committed when it began, and a
+    /// read costs one round trip instead of three (BEGIN, the query, COMMIT). The reads of several
+    /// statements (a push batch's context) may see a change land between two of them; that change
+    /// queued its own push, so nothing is planned from a state that stays wrong.
     package func readSession<T>(_ body: (any SQLSession) throws -> T) throws(StorageError) -> T {
         do {
-            return try transaction(begin: "BEGIN READ ONLY", body)
+            return try pool.withConnection { connection in try body(connection) }
         } catch {
             throw StorageError(error, context: "read failed")
         }

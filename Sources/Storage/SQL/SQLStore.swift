@@ -5,7 +5,8 @@
 /// this protocol, so SQLite's `Database` and the PostgreSQL store run the same statements and cannot
 /// drift apart in what they store.
 package protocol SQLStore: DeliveryStore {
-    /// Runs `body` inside one read transaction, for a consistent view.
+    /// Runs `body` to read: each statement sees only committed data (SQLite: all of them in one read
+    /// transaction; PostgreSQL: each as of its own start, which spares two round trips a read).
     func readSession<T>(_ body: (any SQLSession) throws -> T) throws(StorageError) -> T
 
     /// Runs `body` inside a write transaction and returns its value once that transaction committed.
