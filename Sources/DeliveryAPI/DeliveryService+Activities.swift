@@ -239,14 +239,19 @@ extension DeliveryService {
     /// Finds the push-to-starts that APNs accepted more than `startRegistrationTimeout` ago whose
     /// activity registered no update token, and makes each visible once: the order's push log (reason
     /// `NoUpdateTokenRegistered`), `deliveryd_stalled_remote_starts_total` by app, the `start_stalled`
-    /// Live Activity event of the stats, and a log line. Call it every half minute or so.
+    /// Live Activity event of the stats, and a log line. Call it every half minute or so, on every
+    /// node: one at a time does the work.
     /// - Returns: how many were found.
     @discardableResult
     public func sweepStalledStarts() -> Int {
         let now = clock()
         do {
-            let stalled = try store.markStalledStarts(
-                sentBefore: now.addingTimeInterval(-configuration.startRegistrationTimeout), now: now)
+            // One node at a time: another node sweeping now finds the same starts.
+            let stalled =
+                try store.exclusively("stalled starts") {
+                    try store.markStalledStarts(
+                        sentBefore: now.addingTimeInterval(-configuration.startRegistrationTimeout), now: now)
+                } ?? []
             for start in stalled {
                 metrics.stalledStarts.increment([start.bundleID ?? "unknown"])
                 metrics.activityEvents.increment(["start_stalled"])

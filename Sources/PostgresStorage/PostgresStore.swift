@@ -73,6 +73,21 @@ extension PostgresStore: SQLStore {
         }
     }
 
+    /// A session advisory lock named after the task, tried and not waited for, held on a connection
+    /// of its own while `body` runs: a node that dies mid-task loses its connection and so the lock,
+    /// and the next node to try takes the task over.
+    public func exclusively<T>(_ task: String, _ body: () throws -> T) throws -> T? {
+        try pool.withConnection { connection in
+            let key = DatabaseValue.text("deliveryd task " + task)
+            let locked = try connection.query(
+                "SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked", [key]
+            ).first?.int("locked")
+            guard locked == 1 else { return nil }
+            defer { _ = try? connection.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [key]) }
+            return try body()
+        }
+    }
+
     /// PostgreSQL keeps an erased row's old version until VACUUM removes it; this runs it on the
     /// tables an erasure rewrites, so the erased data does not outlive the request by much.
     package func discardErasedCopies() throws(StorageError) {

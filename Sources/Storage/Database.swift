@@ -250,6 +250,11 @@ extension Database: SQLStore {
         writeConnection({ connection in try body(connection) }, completion: completion)
     }
 
+    /// One process owns a data directory (the service locks it), so there is no other node to wait for.
+    public func exclusively<T>(_ task: String, _ body: () throws -> T) throws -> T? {
+        try body()
+    }
+
     /// Truncates the WAL: the pages of erased rows are gone from it once copied into the file.
     package func discardErasedCopies() throws(StorageError) {
         try truncateLog()

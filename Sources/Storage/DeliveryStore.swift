@@ -75,6 +75,11 @@ public protocol DeliveryStore: Sendable {
     func revokeAPIKey(id: String, now: Date) throws(StorageError) -> Bool
     func idempotentResponse(principal: String, key: String, now: Date) throws(StorageError) -> IdempotentResponse?
 
+    /// Runs `body` unless another node runs the task of this name now; `nil` when it does. For the
+    /// periodic work (retention, sweeps) that several nodes on one database need done once at a time.
+    /// (SQLite has one node per database: it always runs.)
+    func exclusively<T>(_ task: String, _ body: () throws -> T) throws -> T?
+
     // Maintenance. (What only SQLite has, backups, checkpoints and commit statistics, is on `Database`.)
     func prune(now: Date, policy: RetentionPolicy) throws(StorageError) -> PruneReport
     /// The right to erasure: one merchant's customer's personal data, gone from the store's files.

@@ -166,9 +166,16 @@ let pruneTimer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
 pruneTimer.schedule(deadline: .now(), repeating: .seconds(3600))
 pruneTimer.setEventHandler {
     do {
-        let report = try storage.prune(
-            now: Date(),
-            policy: RetentionPolicy(personalData: Double(configuration.personalDataRetentionDays) * 86_400))
+        // With several nodes on one database, the one that holds the task prunes; the others skip.
+        let pruned = try storage.exclusively("retention") {
+            try storage.prune(
+                now: Date(),
+                policy: RetentionPolicy(personalData: Double(configuration.personalDataRetentionDays) * 86_400))
+        }
+        guard let report = pruned else {
+            logger.info("storage.prune_skipped", ["note": "another node is pruning"])
+            return
+        }
         logger.info(
             "storage.pruned",
             [

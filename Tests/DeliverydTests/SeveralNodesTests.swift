@@ -1,0 +1,95 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// Two deliveryd nodes on one PostgreSQL database, requests spread over both, one node killed with
+/// `kill -9` mid-run and started again: what each activity is pushed is what one node would push.
+@Suite("Several nodes on PostgreSQL", .serialized)
+struct SeveralNodesTests {
+    static let adminKey = "several-nodes-admin-key-0123"
+
+    @Test func twoNodesShareThePushesAndSurviveAKill() throws {
+        let server = try PostgresServer()
+        let url = try server.newDatabaseURL()
+        let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
+        defer { simulator.stop() }
+        let sealingKey = NSTemporaryDirectory() + "sealing-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: sealingKey) }
+        let arguments =
+            [
+                "--database-url", url, "--admin-key", Self.adminKey, "--sealing-key-file", sealingKey,
+                "--push-lease", "2",
+            ] + DeliverydProcess.crowdArguments + simulator.deliverydArguments
+        var nodes = try (0..<2).map { _ in try DeliverydProcess(extraArguments: arguments) }
+        defer { for node in nodes { _ = node.stop() } }
+        for node in nodes { try LoopbackHTTP.waitUntilHealthy(port: node.port) }
+        let merchant =
+            try LoopbackHTTP.send(
+                port: nodes[1].port, "POST", "/v1/admin/keys", bearer: Self.adminKey,
+                json: ["role": "merchant", "merchantId": "m-1"]
+            ).json["key"] as? String ?? ""
+        let orders = try OrderFixtures.withActivities(
+            port: nodes[0].port, count: 10, bearer: merchant, numbered: "N", firstToken: 500)
+
+        // Each change (as an admin, who may set every status) goes to one node or the other; node 1 is killed after the second status and
+        // started again (on the same port, as behind a load balancer) before the last one.
+        let statuses = ["preparing", "pickup", "delivering", "delivered"]
+        for (step, status) in statuses.enumerated() {
+            if step == 2 {
+                nodes[1].crash()
+            }
+            if step == 3 {
+                nodes[1] = try DeliverydProcess(extraArguments: arguments, port: nodes[1].port)
+                try LoopbackHTTP.waitUntilHealthy(port: nodes[1].port)
+            }
+            for (index, order) in orders.enumerated() {
+                let node = step == 2 ? nodes[0] : nodes[(index + step) % 2]
+                let changed = try LoopbackHTTP.send(
+                    port: node.port, "POST", "/v1/orders/\(order.id)/status", bearer: Self.adminKey,
+                    json: ["status": status])
+                try #require(changed.status == 200, "\(status) of \(order.id) on port \(node.port): \(changed.text)")
+            }
+        }
+
+        // Every change reads back from both nodes.
+        for node in nodes {
+            for order in orders {
+                let read = try LoopbackHTTP.send(port: node.port, "GET", "/v1/orders/\(order.id)", bearer: merchant)
+                #expect((read.json["order"] as? [String: Any])?["status"] as? String == "delivered")
+            }
+        }
+
+        // Every activity ends, delivered; what it is pushed never goes back, in state or timestamp.
+        let stages = ["placed": 0, "preparing": 1, "pickup": 2, "delivering": 3, "delivered": 4]
+        let deadline = Date().addingTimeInterval(30)
+        var ended: Set<String> = []
+        while ended.count < orders.count, Date() < deadline {
+            ended = Set(
+                try simulator.records().filter {
+                    $0["status"] as? Int == 200 && ($0["payload"] as? String ?? "").contains(#""event":"end""#)
+                }.compactMap { $0["token"] as? String })
+            usleep(100_000)
+        }
+        #expect(ended == Set(orders.map(\.token)), "\(orders.count - ended.count) activities never ended")
+        for order in orders {
+            let pushes = try simulator.records().filter {
+                $0["token"] as? String == order.token && $0["status"] as? Int == 200
+            }
+            .compactMap { record -> (stage: Int, timestamp: Int, event: String)? in
+                guard let text = record["payload"] as? String,
+                    let payload = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+                    let aps = payload["aps"] as? [String: Any],
+                    let state = aps["content-state"] as? [String: Any],
+                    let stage = stages[state["status"] as? String ?? ""]
+                else { return nil }
+                return (stage, aps["timestamp"] as? Int ?? 0, aps["event"] as? String ?? "")
+            }
+            #expect(pushes.last?.event == "end" && pushes.last?.stage == 4, "\(order.id): \(pushes)")
+            #expect(
+                zip(pushes, pushes.dropFirst()).allSatisfy { $0.stage <= $1.stage }, "\(order.id) went back: \(pushes)")
+            #expect(
+                zip(pushes, pushes.dropFirst()).allSatisfy { $0.timestamp < $1.timestamp },
+                "\(order.id)'s timestamps did not grow: \(pushes)")
+        }
+    }
+}
