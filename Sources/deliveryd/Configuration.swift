@@ -515,6 +515,8 @@ struct Configuration: Sendable {
 
             usage: deliveryd [options]
                    deliveryd backup PATH [--data-dir DIR]   write a consistent copy of the database to PATH
+                   deliveryd migrate-to-postgres [--data-dir DIR] --database-url URL
+                                                            copy a stopped SQLite deployment into an empty PostgreSQL database
                    deliveryd keys create --role merchant|rider|admin [--merchant ID] [--rider ID] [--data-dir DIR]
                    deliveryd keys list [--data-dir DIR]
                    deliveryd keys revoke ID [--data-dir DIR]

@@ -24,6 +24,7 @@ umask(0o077)
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 var backupPath: String?
+var migratingToPostgres = false
 var keysAction: KeysCommand.Action?
 if arguments.first == "keys" {
     guard let (action, rest) = KeysCommand.parse(Array(arguments.dropFirst())) else {
@@ -32,6 +33,9 @@ if arguments.first == "keys" {
     }
     keysAction = action
     arguments = rest
+} else if arguments.first == "migrate-to-postgres" {
+    migratingToPostgres = true
+    arguments.removeFirst()
 } else if arguments.first == "backup" {
     guard arguments.count >= 2, !arguments[1].hasPrefix("--") else {
         printError("usage: deliveryd backup PATH [--data-dir DIR]")
@@ -58,6 +62,22 @@ do {
 } catch {
     printError("deliveryd: \(error)")
     exit(1)
+}
+
+if migratingToPostgres {
+    guard let databaseURL = configuration.databaseURL else {
+        printError("usage: deliveryd migrate-to-postgres [--data-dir DIR] --database-url URL")
+        exit(2)
+    }
+    do {
+        let copied = try SQLiteToPostgres.copy(dataDirectory: configuration.dataDirectory, to: databaseURL)
+        for (table, rows) in copied { print("\(table)\t\(rows)") }
+        print("deliveryd: copied \(configuration.dataDirectory) to PostgreSQL; start the nodes with --database-url")
+        exit(0)
+    } catch {
+        printError("deliveryd: migrate-to-postgres: \(error)")
+        exit(1)
+    }
 }
 
 if backupPath != nil, configuration.databaseURL != nil {
@@ -217,6 +237,10 @@ let projectionConfiguration = ProjectionConfiguration(
     startLeadTime: Double(configuration.startLeadTimeSeconds)
 )
 let outboxSignal = OutboxSignal()
+/// On PostgreSQL, pushes queued by any node wake this node's pushers at once.
+let outboxListener = configuration.databaseURL.map { url in
+    PostgresOutboxListener(url: url) { outboxSignal.notify() }
+}
 let environmentPauses = EnvironmentPauses()
 /// Whether pushes go to APNs: an app key is configured; without one the log sender records them.
 let usesAPNs = configuration.apnsKeyFile != nil || !configuration.apnsApps.isEmpty

@@ -77,6 +77,38 @@ struct PostgresNodeTests {
         #expect(pickedUp, "the change made on the second node was not pushed")
     }
 
+    /// `deliveryd migrate-to-postgres` moves a stopped SQLite deployment: a node on PostgreSQL then
+    /// serves its orders with the same keys; run again, it refuses the database it filled.
+    @Test func aSQLiteDeploymentMovesToPostgres() throws {
+        let server = try PostgresServer()
+        let url = try server.newDatabaseURL()
+        let embedded = try DeliverydProcess(extraArguments: ["--admin-key", Self.adminKey], keepData: true)
+        defer { try? FileManager.default.removeItem(atPath: embedded.dataDirectory) }
+        try LoopbackHTTP.waitUntilHealthy(port: embedded.port)
+        let merchant =
+            try LoopbackHTTP.send(
+                port: embedded.port, "POST", "/v1/admin/keys", bearer: Self.adminKey,
+                json: ["role": "merchant", "merchantId": "m-1"]
+            ).json["key"] as? String ?? ""
+        let created = try LoopbackHTTP.send(
+            port: embedded.port, "POST", "/v1/orders", bearer: merchant,
+            json: EndToEndTests.orderBody("M-1", customer: "c-1", eta: Date().addingTimeInterval(1800)))
+        let orderID = try #require((created.json["order"] as? [String: Any])?["id"] as? String)
+        #expect(embedded.stop() == 0)
+
+        let command = ["migrate-to-postgres", "--data-dir", embedded.dataDirectory, "--database-url", url]
+        let (status, output, errors) = try DeliverydProcess.run(command)
+        #expect(status == 0, "\(errors)")
+        #expect(output.contains("orders\t1"), "\(output)")
+        let node = try DeliverydProcess(extraArguments: ["--database-url", url, "--admin-key", Self.adminKey])
+        defer { _ = node.stop() }
+        try LoopbackHTTP.waitUntilHealthy(port: node.port)
+        let read = try LoopbackHTTP.send(port: node.port, "GET", "/v1/orders/\(orderID)", bearer: merchant)
+        #expect(read.status == 200 && (read.json["order"] as? [String: Any])?["number"] as? String == "M-1")
+        let (again, _, refusal) = try DeliverydProcess.run(command)
+        #expect(again == 1 && refusal.contains("not empty"), "\(refusal)")
+    }
+
     /// A node whose database cannot be reached says so and stops, instead of serving errors.
     @Test func anUnreachableDatabaseStopsTheStart() throws {
         let (status, _, errors) = try DeliverydProcess.run(

@@ -1,6 +1,8 @@
 import Foundation
+import OrderDomain
 import PostgresStorage
 import Storage
+import Synchronization
 import TestSupport
 import Testing
 
@@ -20,5 +22,64 @@ struct PostgresStoreTests {
         struct Failure: Error {}
         #expect(throws: Failure.self) { try first.exclusively("retention") { throw Failure() } }
         #expect(try second.exclusively("retention") { "ran" } == "ran", "released after a failure")
+    }
+}
+
+@Suite("PostgreSQL store: wake-ups across nodes", .serialized)
+struct PostgresOutboxListenerTests {
+    /// Counts the listener's calls and lets a test wait for the next one.
+    final class Calls: Sendable {
+        private let count = Mutex(0)
+        private let next = DispatchSemaphore(value: 0)
+
+        func record() {
+            count.withLock { $0 += 1 }
+            next.signal()
+        }
+
+        /// Waits for a call after those counted so far (a bound for a broken listener, not a speed test).
+        func waitForOne() -> Bool { next.wait(timeout: .now() + 30) == .success }
+        func drain() { while next.wait(timeout: .now()) == .success {} }
+    }
+
+    /// An order created through one store wakes the listener of another node at its commit; after the
+    /// server restarts the listener connects again by itself and is woken as before.
+    @Test func aPushQueuedAnywhereWakesTheListener() throws {
+        let server = try PostgresServer()
+        let url = try server.newDatabaseURL()
+        let store = try PostgresStore.open(url: url)
+        let calls = Calls()
+        let listener = PostgresOutboxListener(url: url) { calls.record() }
+        defer { listener.stop() }
+        #expect(calls.waitForOne(), "the listener calls once connected")
+        calls.drain()
+
+        func queuePush(_ id: String) throws {
+            let (order, event) = try OrderDraft(
+                number: id, merchantName: "Pizza Roma", items: [.init(name: "Tea", quantity: 1, price: 2)],
+                customer: .init(id: "c-1", name: "Ana", phone: "+49 30 1", locale: "en"), address: "Somewhere 1",
+                payment: .init(method: "cash", brand: nil, last4: nil),
+                estimatedArrival: Date().addingTimeInterval(1800), note: nil
+            ).validated(id: id, merchantID: "m-1", by: .admin, at: Date())
+            _ = try store.createOrder(order, event: event, trackingTokenHash: nil, now: Date())
+            _ = try store.registerActivity(
+                orderID: id, activityID: "a", pushToken: "t", environment: .production, bundleID: "b", shown: nil,
+                now: Date())
+        }
+        try queuePush("o-1")
+        #expect(calls.waitForOne(), "a push queued by another store woke the listener")
+
+        try server.stop()
+        try server.start()
+        calls.drain()
+        let reconnected = Date().addingTimeInterval(30)
+        while listener.connectionsMade < 2, Date() < reconnected { usleep(50_000) }
+        #expect(listener.connectionsMade == 2, "the listener did not connect again")
+        calls.drain()
+        // The store's connections from before the restart fail once each (503 to a client), then are replaced.
+        var queued = false
+        for _ in 0..<5 where !queued { queued = (try? queuePush("o-2")) != nil }
+        #expect(queued)
+        #expect(calls.waitForOne(), "a push queued after the restart woke the listener")
     }
 }

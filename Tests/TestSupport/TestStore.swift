@@ -19,13 +19,17 @@ package enum TestStore {
 
     /// The PostgreSQL store of `place`, its database created the first time.
     package static func postgres(_ place: String, poolSize: Int = 4) throws -> PostgresStore {
-        let url = try databases.withLock { urls throws -> String in
+        try PostgresStore.open(url: try postgresURL(place), poolSize: poolSize)
+    }
+
+    /// The URL of `place`'s PostgreSQL database (with this binary's schema), created the first time.
+    package static func postgresURL(_ place: String) throws -> String {
+        try databases.withLock { urls throws -> String in
             if let url = urls[place] { return url }
             let url = try newDatabase()
             urls[place] = url
             return url
         }
-        return try PostgresStore.open(url: url, poolSize: poolSize)
     }
 
     /// Tests run side by side, each store with its own pool: room for a few hundred connections.

@@ -1,6 +1,10 @@
 internal import CLibPQ
 package import Storage
 
+#if canImport(Glibc)
+    internal import Glibc
+#endif
+
 /// One libpq connection; the only place that holds a `PGconn*`.
 ///
 /// Statements are prepared once per connection under a name of their own (`query` keeps the names),
@@ -63,6 +67,35 @@ package final class PostgresConnection {
         let result = PQexec(handle, sql)
         defer { PQclear(result) }
         try check(result, sql: sql)
+    }
+
+    /// Waits up to `timeout` seconds for notifications of the channels this connection `LISTEN`s to.
+    /// - Returns: the notifications' channels (empty after the timeout).
+    /// - Throws: `StorageError` `unavailable` when the connection is lost.
+    package func notifications(waitingUpTo timeout: Double) throws(StorageError) -> [String] {
+        var pending = drainNotifications()
+        guard pending.isEmpty else { return pending }
+        let socket = PQsocket(handle)
+        guard socket >= 0 else { throw StorageError(.unavailable, "the PostgreSQL connection is closed") }
+        var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        let ready = poll(&descriptor, 1, Int32(timeout * 1000))
+        if ready > 0 {
+            guard PQconsumeInput(handle) == 1, PQstatus(handle) == CONNECTION_OK else {
+                let detail = String(cString: PQerrorMessage(handle)).trimmingTrailingNewlines
+                throw StorageError(.unavailable, "the PostgreSQL connection was lost: \(detail)")
+            }
+            pending = drainNotifications()
+        }
+        return pending
+    }
+
+    private func drainNotifications() -> [String] {
+        var channels: [String] = []
+        while let notification = PQnotifies(handle) {
+            channels.append(String(cString: notification.pointee.relname))
+            PQfreemem(notification)
+        }
+        return channels
     }
 
     /// Runs one statement with `parameters` (`$1`, `$2`, …), prepared on this connection the first

@@ -1,0 +1,79 @@
+import Foundation
+import OrderDomain
+import PostgresStorage
+import Storage
+import TestSupport
+import Testing
+
+/// `deliveryd migrate-to-postgres`: a SQLite deployment copied into an empty PostgreSQL database
+/// reads back the same, keeps its pushes in flight, goes on numbering where it stopped, and an
+/// occupied database is refused.
+@Suite("SQLite to PostgreSQL")
+struct SQLiteToPostgresTests {
+    @Test func aDeploymentMovesWithEverythingInIt() throws {
+        let directory = try TemporaryDirectory()
+        let sqlite = try StoreFixtures.database(directory)
+        let t = StoreFixtures.t0
+        for id in ["o-1", "o-2", "o-3"] { _ = try StoreFixtures.seed(sqlite, id: id, activities: 2) }
+        _ = try StoreFixtures.setStatus(sqlite, "o-1", .preparing)
+        _ = try StoreFixtures.setStatus(sqlite, "o-2", .cancelled)
+        try sqlite.registerPushToStart(
+            DeviceKey(merchantID: "m-1", customerID: "c-42", deviceID: "phone"), credentialID: "cred-1",
+            pushToken: "start", environment: .production, bundleID: "b", now: t)
+        try sqlite.createAPIKey(
+            APIKeyRecord(id: "k-1", keyHash: "kh", role: .merchant, merchantID: "m-1", riderID: nil, createdAt: t))
+        try sqlite.createCustomerCredential(
+            CustomerCredentialRecord(id: "cred-1", keyHash: "ch", merchantID: "m-1", customerID: "c-42", createdAt: t))
+        try sqlite.writing { transaction throws(StorageError) in
+            _ = try transaction.claimIdempotencyKey(
+                principal: "p", key: "k", requestHash: "h", expiresAt: t.addingTimeInterval(86_400), now: t)
+            try transaction.saveIdempotentResponse(
+                principal: "p", key: "k",
+                response: IdempotentResponse(requestHash: "h", status: 201, body: [0, 1, 255]))
+        }
+        let sent = try sqlite.claimDue(owner: "w", now: t, lease: 30, limit: 3)
+        for item in sent {
+            try sqlite.markSent(
+                item, now: t,
+                attempt: PushAttempt(
+                    orderID: item.orderID, targetID: "\(item.target)", event: "update", priority: 10, httpStatus: 200,
+                    reason: nil, apnsID: "apns", latencyMilliseconds: 4, attemptedAt: t))
+        }
+
+        let url = try TestStore.postgresURL(NSTemporaryDirectory() + "copy-" + UUID().uuidString)
+        let copied = try SQLiteToPostgres.copy(dataDirectory: directory.path, to: url)
+        #expect(copied.first { $0.table == "orders" }?.rows == 3)
+        #expect(copied.first { $0.table == "outbox" }?.rows ?? 0 > 3, "\(copied)")
+        let postgres = try PostgresStore.open(url: url)
+        #expect(try Self.readings(of: postgres) == Self.readings(of: sqlite))
+
+        // What was queued is still to send; new rows are numbered after the copied ones.
+        let pending = try postgres.claimDue(owner: "w", now: t.addingTimeInterval(60), lease: 30, limit: 100)
+        #expect(!pending.isEmpty)
+        let stored = try StoreFixtures.setStatus(postgres, "o-3", .preparing)
+        let copiedEvents = try ["o-1", "o-2", "o-3"].flatMap { try sqlite.events(orderID: $0) }.count
+        #expect((stored.eventID ?? 0) > Int64(copiedEvents))
+
+        #expect(throws: StorageError.self) { try SQLiteToPostgres.copy(dataDirectory: directory.path, to: url) }
+    }
+
+    /// Everything a deployment holds, as the store reads it.
+    static func readings(of store: any DeliveryStore) throws -> [String] {
+        var lines: [String] = []
+        for id in ["o-1", "o-2", "o-3"] {
+            lines.append("\(try store.order(id: id) as Any)")
+            lines.append("\(try store.events(orderID: id))")
+            lines.append("\(try store.liveActivities(orderID: id))")
+            lines.append("\(try store.pushLog(orderID: id))")
+        }
+        lines.append("\(try store.order(trackingTokenHash: "hash-o-2")?.id as Any)")
+        lines.append(
+            "\(try store.pushToStart(DeviceKey(merchantID: "m-1", customerID: "c-42", deviceID: "phone")) as Any)")
+        lines.append("\(try store.apiKeys())")
+        lines.append("\(try store.customerCredential(id: "cred-1") as Any)")
+        lines.append("\(try store.idempotentResponse(principal: "p", key: "k", now: StoreFixtures.t0) as Any)")
+        lines.append("\(try store.outboxDepth())")
+        lines.append("\(try store.orderCountsByStatus().sorted { $0.key.rawValue < $1.key.rawValue })")
+        return lines
+    }
+}
