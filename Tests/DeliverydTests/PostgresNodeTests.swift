@@ -140,66 +140,133 @@ struct PostgresNodeTests {
         try LoopbackHTTP.waitUntilHealthy(port: node.port)
         let ready = try LoopbackHTTP.send(port: node.port, "GET", "/readyz")
         #expect(ready.status == 200 && (ready.json["database"] as? [String: Any])?["engine"] as? String == "postgresql")
-        let merchant =
-            try LoopbackHTTP.send(
-                port: node.port, "POST", "/v1/admin/keys", bearer: Self.adminKey,
-                json: ["role": "merchant", "merchantId": "m-1"]
-            ).json["key"] as? String ?? ""
-        let orders = try OrderFixtures.withActivities(
-            port: node.port, count: 3, bearer: merchant, numbered: "R", firstToken: 100)
-        let base = (Date().timeIntervalSince1970 + 3600).rounded(.down)
-        let formatter = ISO8601DateFormatter()
+        let stream = try ETAStream(port: node.port, adminKey: Self.adminKey)
 
-        /// Sends the next ETA to each order in turn until `until`; returns the step each order last
-        /// had acknowledged, and what every other answer was.
-        var step = 0
-        var acknowledged: [String: Int] = [:]
-        var refusals: [String] = []
-        func load(until deadline: Date) throws {
-            while Date() < deadline {
-                step += 1
-                let order = orders[step % orders.count]
-                let eta = formatter.string(from: Date(timeIntervalSince1970: base + Double(step)))
-                let reply = try LoopbackHTTP.send(
-                    port: node.port, "PATCH", "/v1/orders/\(order.id)/eta", bearer: merchant,
-                    json: ["estimatedArrival": eta])
-                if reply.status == 200 {
-                    acknowledged[order.id] = step
-                } else {
-                    let reason = (reply.json["error"] as? [String: Any])?["code"] as? String ?? "?"
-                    refusals.append("\(reply.status) \(reason) retry-after=\(reply.headers["retry-after"] ?? "none")")
-                    usleep(20_000)
-                }
-            }
-        }
-
-        try load(until: Date().addingTimeInterval(1))
-        let beforeRestart = acknowledged
+        try stream.load(until: Date().addingTimeInterval(1))
+        let beforeRestart = stream.acknowledged
         try server.stop()
-        try load(until: Date().addingTimeInterval(1.5))
+        try stream.load(until: Date().addingTimeInterval(1.5))
         let notReady = try LoopbackHTTP.send(port: node.port, "GET", "/readyz")
         try server.start()
-        let recovered = Date().addingTimeInterval(30)
-        var acknowledgedAfter = 0
-        while acknowledgedAfter < 20, Date() < recovered {
-            let before = acknowledged
-            try load(until: Date().addingTimeInterval(0.5))
-            acknowledgedAfter += acknowledged.filter { before[$0.key] != $0.value }.count
-        }
+        let carriedOn = try stream.carryOn()
 
         #expect(!beforeRestart.isEmpty, "no change was acknowledged before the restart")
-        #expect(!refusals.isEmpty, "no request reached deliveryd while the database was down")
-        #expect(refusals.allSatisfy { $0.hasPrefix("503 ") && !$0.hasSuffix("retry-after=none") }, "\(refusals)")
+        #expect(!stream.refusals.isEmpty, "no request reached deliveryd while the database was down")
+        #expect(stream.refusalsWereRetryable, "\(stream.refusals)")
         #expect(notReady.status == 503, "readyz while the database was down: \(notReady.status)")
-        #expect(acknowledgedAfter >= 20, "deliveryd did not carry on after the database came back")
+        #expect(carriedOn != nil, "deliveryd did not carry on after the database came back")
+        try stream.expectNothingAcknowledgedLost()
+    }
+
+    /// The primary is lost (stopped at once, as a crash) under a stream of ETA changes and its
+    /// synchronous standby promoted: the requests in the gap get 503 with Retry-After, the same
+    /// deliveryd finds the new primary through the URL's two hosts (`target_session_attrs`) and
+    /// carries on, and every change it acknowledged is on the new primary. Prints the time from the
+    /// promotion to the first change acknowledged again.
+    @Test func aPrimaryLostToItsStandbyLosesNothingAcknowledged() throws {
+        let primary = try PostgresServer()
+        let standby = try PostgresServer(standbyOf: primary)
+        let url =
+            "postgresql://deliveryd:deliveryd@127.0.0.1:\(primary.port),127.0.0.1:\(standby.port)/deliveryd"
+            + "?target_session_attrs=read-write"
+        let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
+        defer { simulator.stop() }
+        let node = try DeliverydProcess(
+            extraArguments: ["--database-url", url, "--admin-key", Self.adminKey]
+                + DeliverydProcess.crowdArguments + simulator.deliverydArguments)
+        defer { _ = node.stop() }
+        try LoopbackHTTP.waitUntilHealthy(port: node.port)
+        let stream = try ETAStream(port: node.port, adminKey: Self.adminKey)
+
+        try stream.load(until: Date().addingTimeInterval(1))
+        let beforeFailover = stream.acknowledged
+        try primary.stop()
+        try stream.load(until: Date().addingTimeInterval(1))
+        try standby.promote()
+        let promoted = Date()
+        let carriedOn = try stream.carryOn()
+        if let carriedOn {
+            print("failover: first change acknowledged \(carriedOn.timeIntervalSince(promoted)) s after the promotion")
+        }
+
+        #expect(!beforeFailover.isEmpty, "no change was acknowledged before the failover")
+        #expect(!stream.refusals.isEmpty && stream.refusalsWereRetryable, "\(stream.refusals)")
+        #expect(carriedOn != nil, "deliveryd did not carry on on the promoted standby")
+        try stream.expectNothingAcknowledgedLost()
+    }
+}
+
+/// A steady stream of ETA changes to three orders, one request at a time, recording which step each
+/// order last had acknowledged: each change moves the ETA one second further, so the stored ETA says
+/// which change the database holds.
+final class ETAStream {
+    let port: UInt16
+    let merchant: String
+    let orders: [(id: String, token: String)]
+    let base = (Date().timeIntervalSince1970 + 3600).rounded(.down)
+    private(set) var step = 0
+    private(set) var acknowledged: [String: Int] = [:]
+    /// Every answer but 200: status, error code and Retry-After.
+    private(set) var refusals: [String] = []
+
+    init(port: UInt16, adminKey: String) throws {
+        self.port = port
+        merchant =
+            try LoopbackHTTP.send(
+                port: port, "POST", "/v1/admin/keys", bearer: adminKey, json: ["role": "merchant", "merchantId": "m-1"]
+            ).json["key"] as? String ?? ""
+        orders = try OrderFixtures.withActivities(
+            port: port, count: 3, bearer: merchant, numbered: "R", firstToken: 100)
+    }
+
+    /// Sends the next ETA to each order in turn until `deadline`.
+    func load(until deadline: Date) throws {
+        let formatter = ISO8601DateFormatter()
+        while Date() < deadline {
+            step += 1
+            let order = orders[step % orders.count]
+            let reply = try LoopbackHTTP.send(
+                port: port, "PATCH", "/v1/orders/\(order.id)/eta", bearer: merchant,
+                json: ["estimatedArrival": formatter.string(from: Date(timeIntervalSince1970: base + Double(step)))])
+            if reply.status == 200 {
+                acknowledged[order.id] = step
+            } else {
+                let reason = (reply.json["error"] as? [String: Any])?["code"] as? String ?? "?"
+                refusals.append("\(reply.status) \(reason) retry-after=\(reply.headers["retry-after"] ?? "none")")
+                usleep(20_000)
+            }
+        }
+    }
+
+    /// Loads until 20 changes were acknowledged again (at most 30 s); returns when the first was.
+    func carryOn() throws -> Date? {
+        let deadline = Date().addingTimeInterval(30)
+        var first: Date?
+        var acknowledgedAgain = 0
+        while acknowledgedAgain < 20, Date() < deadline {
+            let before = acknowledged
+            try load(until: Date().addingTimeInterval(0.2))
+            let new = acknowledged.filter { before[$0.key] != $0.value }.count
+            if new > 0, first == nil { first = Date() }
+            acknowledgedAgain += new
+        }
+        return acknowledgedAgain >= 20 ? first : nil
+    }
+
+    /// Never a 500 nor a hang: every refusal was 503 with Retry-After.
+    var refusalsWereRetryable: Bool {
+        refusals.allSatisfy { $0.hasPrefix("503 ") && !$0.hasSuffix("retry-after=none") }
+    }
+
+    /// Each order's stored ETA is its last acknowledged change or a later one (a change cut off by the
+    /// fault may be stored unacknowledged, never the reverse).
+    func expectNothingAcknowledgedLost() throws {
         for order in orders {
-            let read = try LoopbackHTTP.send(port: node.port, "GET", "/v1/orders/\(order.id)", bearer: merchant)
+            let read = try LoopbackHTTP.send(port: port, "GET", "/v1/orders/\(order.id)", bearer: merchant)
             let text = (read.json["order"] as? [String: Any])?["estimatedArrival"] as? String ?? ""
             let stored = ISO8601DateFormatter().date(
-                from: text.replacingOccurrences(
-                    of: #"\.\d+"#, with: "", options: .regularExpression))
+                from: text.replacingOccurrences(of: #"\.\d+"#, with: "", options: .regularExpression))
             let storedStep = stored.map { Int(($0.timeIntervalSince1970 - base).rounded()) }
-            // A change cut off by the restart may be stored unacknowledged, never the reverse.
             #expect((storedStep ?? -1) >= (acknowledged[order.id] ?? 0), "\(order.id): stored \(text)")
         }
     }

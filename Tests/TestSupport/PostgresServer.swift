@@ -17,32 +17,10 @@ package final class PostgresServer: Sendable {
     /// - Parameter settings: `-c name=value` settings for the server, beside the defaults here
     ///   (no fsync unless asked: these servers hold test data only).
     package init(settings: [String: String] = [:]) throws {
-        directory = NSTemporaryDirectory() + "postgres-" + UUID().uuidString.prefix(8).lowercased()
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try Self.run("/bin/chown", ["postgres:postgres", directory])
+        directory = try Self.newDirectory()
         try Self.asPostgres(
             Self.binaries + "/initdb", ["-D", directory + "/data", "-A", "trust", "-U", "postgres", "--no-sync"])
-        var options = ["fsync": "off", "listen_addresses": "127.0.0.1", "max_connections": "60"]
-        options.merge(settings) { _, given in given }
-        var started: UInt16?
-        for _ in 0..<5 {
-            let candidate = UInt16.random(in: 33_000...45_000)
-            let flags =
-                "-p \(candidate) -k \(directory) "
-                + options.sorted { $0.key < $1.key }.map { "-c \($0.key)=\($0.value)" }.joined(separator: " ")
-            let status = try? Self.asPostgres(
-                Self.binaries + "/pg_ctl",
-                ["-D", directory + "/data", "-l", directory + "/server.log", "-w", "-t", "60", "-o", flags, "start"])
-            if status != nil {
-                started = candidate
-                break
-            }
-        }
-        guard let port = started else {
-            let log = (try? String(contentsOfFile: directory + "/server.log", encoding: .utf8)) ?? ""
-            throw PostgresServerError.failed("the server did not start: \(log.suffix(2000))")
-        }
-        self.port = port
+        port = try Self.start(directory, settings: settings)
         try Self.asPostgres(
             Self.binaries + "/psql",
             [
@@ -51,7 +29,59 @@ package final class PostgresServer: Sendable {
                 "CREATE DATABASE deliveryd OWNER deliveryd",
             ])
         url = "postgresql://deliveryd:deliveryd@127.0.0.1:\(port)/deliveryd"
-        Self.running.withLock { running in
+        Self.register(directory)
+    }
+
+    /// A streaming standby of `primary` (a base backup of it, following its WAL), on a port of its own,
+    /// and from now on `primary` waits for it at every commit (synchronous replication): what the
+    /// primary acknowledged, the standby has.
+    package init(standbyOf primary: PostgresServer) throws {
+        directory = try Self.newDirectory()
+        try Self.asPostgres(
+            Self.binaries + "/pg_basebackup",
+            [
+                "-h", "127.0.0.1", "-p", String(primary.port), "-U", "postgres", "-D", directory + "/data", "-R",
+                "-X", "stream", "--no-sync", "--checkpoint=fast",
+            ])
+        port = try Self.start(directory, settings: [:])
+        url = "postgresql://deliveryd:deliveryd@127.0.0.1:\(port)/deliveryd"
+        Self.register(directory)
+        try primary.administer("ALTER SYSTEM SET synchronous_standby_names = '*'")
+        try primary.administer("SELECT pg_reload_conf()")
+    }
+
+    /// Makes a standby the primary (what a manager such as Patroni does when the primary is lost).
+    package func promote() throws {
+        try Self.asPostgres(Self.binaries + "/pg_ctl", ["-D", directory + "/data", "-w", "-t", "60", "promote"])
+    }
+
+    private static func newDirectory() throws -> String {
+        let directory = NSTemporaryDirectory() + "postgres-" + UUID().uuidString.prefix(8).lowercased()
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try run("/bin/chown", ["postgres:postgres", directory])
+        return directory
+    }
+
+    /// Starts the server of `directory` on a free loopback port; returns the port.
+    private static func start(_ directory: String, settings: [String: String]) throws -> UInt16 {
+        var options = ["fsync": "off", "listen_addresses": "127.0.0.1", "max_connections": "60"]
+        options.merge(settings) { _, given in given }
+        for _ in 0..<5 {
+            let candidate = UInt16.random(in: 33_000...45_000)
+            let flags =
+                "-p \(candidate) -k \(directory) "
+                + options.sorted { $0.key < $1.key }.map { "-c \($0.key)=\($0.value)" }.joined(separator: " ")
+            let status = try? asPostgres(
+                binaries + "/pg_ctl",
+                ["-D", directory + "/data", "-l", directory + "/server.log", "-w", "-t", "60", "-o", flags, "start"])
+            if status != nil { return candidate }
+        }
+        let log = (try? String(contentsOfFile: directory + "/server.log", encoding: .utf8)) ?? ""
+        throw PostgresServerError.failed("the server did not start: \(log.suffix(2000))")
+    }
+
+    private static func register(_ directory: String) {
+        running.withLock { running in
             if running.isEmpty { atexit { PostgresServer.stopAllAtExit() } }
             running.insert(directory)
         }
