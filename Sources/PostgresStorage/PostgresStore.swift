@@ -54,7 +54,13 @@ extension PostgresStore: SQLStore {
     /// queued its own push, so nothing is planned from a state that stays wrong.
     package func readSession<T>(_ body: (any SQLSession) throws -> T) throws(StorageError) -> T {
         do {
-            return try pool.withConnection { connection in try body(connection) }
+            return try onLiveConnection { connection in
+                do {
+                    return try body(connection)
+                } catch let error as StorageError where error.code == .unavailable && !connection.isOpen {
+                    throw LostBeforeWriting(error: error)  // a read changes nothing: safe to run again
+                }
+            }
         } catch {
             throw StorageError(error, context: "read failed")
         }
@@ -98,11 +104,30 @@ extension PostgresStore: SQLStore {
         }
     }
 
+    /// Runs `attempt` on a pooled connection, and once more on another if the first was found gone
+    /// before anything was written with it: an idle connection from before a database restart or a
+    /// failover fails at its first use (the pool then drops it), and the caller need not see that.
+    private func onLiveConnection<T>(_ attempt: (PostgresConnection) throws -> T) throws -> T {
+        do {
+            return try pool.withConnection(attempt)
+        } catch is LostBeforeWriting {
+            do {
+                return try pool.withConnection(attempt)
+            } catch let lost as LostBeforeWriting {
+                throw lost.error
+            }
+        }
+    }
+
     /// Runs `body` on a pooled connection between `begin` and COMMIT; anything thrown rolls back.
     /// A lost connection is not lent again (the pool drops it), so nothing half-done is reused.
     private func transaction<T>(begin: String, _ body: (any SQLSession) throws -> T) throws -> T {
-        try pool.withConnection { connection in
-            try connection.execute(begin)
+        try onLiveConnection { connection in
+            do {
+                try connection.execute(begin)
+            } catch let error as StorageError where error.code == .unavailable {
+                throw LostBeforeWriting(error: error)
+            }
             do {
                 let value = try body(connection)
                 try connection.execute("COMMIT")
@@ -113,4 +138,9 @@ extension PostgresStore: SQLStore {
             }
         }
     }
+}
+
+/// The connection was found lost before the work wrote anything: the work may run on another.
+private struct LostBeforeWriting: Error {
+    let error: StorageError
 }

@@ -25,6 +25,27 @@ struct PostgresStoreTests {
     }
 }
 
+@Suite("PostgreSQL store: a restarted server", .serialized)
+struct PostgresRestartTests {
+    /// The pool's idle connections from before a restart are gone; the first read and the first
+    /// write after it still succeed, on new connections, instead of failing once per old one.
+    @Test func theFirstCallsAfterARestartSucceed() throws {
+        let server = try PostgresServer()
+        let store = try PostgresStore.open(url: try server.newDatabaseURL(), poolSize: 2)
+        _ = try store.apiKeys()
+        try server.stop()
+        #expect(throws: StorageError.self) { try store.apiKeys() }
+        Thread.sleep(forTimeInterval: 0.2)  // past the pool's first wait after a failed connect (0.1 s)
+        try server.start()
+        _ = try store.apiKeys()
+        try server.stop()
+        try server.start()
+        try store.createAPIKey(
+            APIKeyRecord(id: "k-1", keyHash: "h", role: .admin, merchantID: nil, riderID: nil, createdAt: Date()))
+        #expect(try store.apiKeys().map(\.id) == ["k-1"])
+    }
+}
+
 @Suite("PostgreSQL store: wake-ups across nodes", .serialized)
 struct PostgresOutboxListenerTests {
     /// Counts the listener's calls and lets a test wait for the next one.
