@@ -131,17 +131,8 @@ public final class Database: Sendable {
     }
 
     /// Runs `body` in a write transaction, shared with concurrent callers' writes (see
-    /// `GroupCommitter`); its value is returned only after that transaction's COMMIT.
-    func writeConnection<T>(_ body: (SQLiteConnection) throws -> T) throws(StorageError) -> T {
-        do {
-            return try writeConnectionPassingThrough(body)
-        } catch {
-            throw StorageError(error, context: "write failed")
-        }
-    }
-
-    /// `writeConnection`, for a body that may refuse with an error of its caller's (an `OrderError`):
-    /// that error passes through as it is; SQLite's become `StorageError`.
+    /// `GroupCommitter`); its value is returned only after that transaction's COMMIT. An error of the
+    /// caller's (an `OrderError` refusal) passes through as it is.
     func writeConnectionPassingThrough<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         try withoutActuallyEscaping(body) { body in
             let box = OutcomeBox<T>()
