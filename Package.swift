@@ -86,11 +86,17 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // Webhooks out: signing (Standard Webhooks), the address policy, and the dispatcher that
+        // drains their outbox through libcurl, apart from the pusher.
+        .target(
+            name: "Webhooks", dependencies: ["Storage", "Cryptography", "Telemetry", "CCurl"],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "DeliveryAPI",
             dependencies: [
                 "OrderDomain", "DeliveryActivityContract", "Projection", "HTTPServer", "Storage", "Pusher",
-                "Cryptography", "Telemetry",
+                "Cryptography", "Telemetry", "Webhooks",
             ],
             // The admin dashboard page ships with the binary.
             resources: [.copy("Resources/admin.html")],
@@ -100,7 +106,7 @@ let package = Package(
             name: "deliveryd",
             dependencies: [
                 "DeliveryAPI", "OrderDomain", "Projection", "Pusher", "Storage", "PostgresStorage", "HTTPServer",
-                "Cryptography",
+                "Cryptography", "Webhooks", "Telemetry",
             ],
             swiftSettings: strictSettings
         ),
@@ -134,6 +140,9 @@ let package = Package(
         .testTarget(name: "OrderDomainTests", dependencies: ["OrderDomain"], swiftSettings: strictSettings),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry"], swiftSettings: strictSettings),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "WebhooksTests", dependencies: ["Webhooks", "Storage", "Cryptography", "Telemetry", "TestSupport"],
+            swiftSettings: strictSettings),
         .testTarget(
             name: "ProjectionTests", dependencies: ["Projection", "DeliveryActivityContract"],
             swiftSettings: strictSettings

@@ -31,6 +31,12 @@ static inline CURLcode ccurl_easy_setopt_header_function(CURL *handle, curl_writ
     return curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, callback);
 }
 
+/// Sets the callback that opens each connection's socket: webhooks check there the address about to
+/// be connected to, whatever name resolved to it.
+static inline CURLcode ccurl_easy_setopt_opensocket_function(CURL *handle, curl_opensocket_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, callback);
+}
+
 /// Reads a `long` piece of information (response code, HTTP version).
 static inline CURLcode ccurl_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);

@@ -105,7 +105,7 @@ extension DeliveryService {
     /// device, or turned Live Activities off.
     func removePushToStart(_ call: Call) throws -> HTTPResponse {
         let device = try ownDevice(call)
-        guard try store.removePushToStart(device) else { throw APIError.notFound("no such device") }
+        guard try store.removePushToStart(device, now: call.now) else { throw APIError.notFound("no such device") }
         return HTTPResponse(status: 204)
     }
 

@@ -6,6 +6,7 @@ public import Projection
 public import Pusher
 public import Storage
 public import Telemetry
+public import Webhooks
 
 /// What the API needs beyond storage: how to project orders and which app is the default.
 public struct DeliveryServiceConfiguration: Sendable {
@@ -32,6 +33,8 @@ public struct DeliveryServiceConfiguration: Sendable {
     /// How long after APNs accepted a push-to-start its activity must have registered an update
     /// token before the start counts as stalled.
     public var startRegistrationTimeout: TimeInterval
+    /// Which URLs a webhook endpoint may have.
+    public var webhookPolicy: WebhookURLPolicy
 
     /// - Parameters:
     ///   - projection: default `ProjectionConfiguration()`.
@@ -45,13 +48,16 @@ public struct DeliveryServiceConfiguration: Sendable {
     ///   - nodeName: default `deliveryd`.
     ///   - databaseHealth: default `nil` (SQLite: nothing to report beyond reading it).
     ///   - startRegistrationTimeout: default 2 minutes.
+    ///   - webhookPolicy: default https only, no private networks.
     public init(
         projection: ProjectionConfiguration = ProjectionConfiguration(), defaultBundleID: String? = nil,
         idempotencyLifetime: TimeInterval = 86_400, knownBundleIDs: Set<String>? = nil,
         trackingTokenLifetime: TimeInterval = 7 * 86_400, rateLimits: RateLimits = RateLimits(),
         ridePushInterval: TimeInterval = 30, historyStep: TimeInterval = 10, nodeName: String = "deliveryd",
-        databaseHealth: (@Sendable () -> ConnectionPoolHealth)? = nil, startRegistrationTimeout: TimeInterval = 120
+        databaseHealth: (@Sendable () -> ConnectionPoolHealth)? = nil, startRegistrationTimeout: TimeInterval = 120,
+        webhookPolicy: WebhookURLPolicy = WebhookURLPolicy()
     ) {
+        self.webhookPolicy = webhookPolicy
         self.databaseHealth = databaseHealth
         self.startRegistrationTimeout = startRegistrationTimeout
         self.historyStep = historyStep
@@ -76,6 +82,8 @@ public struct DeliveryService: Sendable {
     let projector: LiveActivityProjector
     let outboxSignal: OutboxSignal?
     let idempotency: Idempotency
+    /// Seals what the store keeps that must not be readable from the database alone.
+    let sealingKey: SealingKey
     let clock: @Sendable () -> Date
     let logger: Logger
     let registry: MetricsRegistry
@@ -119,6 +127,7 @@ public struct DeliveryService: Sendable {
         self.configuration = configuration
         self.projector = LiveActivityProjector(configuration: configuration.projection)
         self.outboxSignal = outboxSignal
+        self.sealingKey = sealingKey
         self.idempotency = Idempotency(
             store: store, lifetime: configuration.idempotencyLifetime, sealingKey: sealingKey)
         self.clock = clock
@@ -180,6 +189,15 @@ public struct DeliveryService: Sendable {
         route(&router, "DELETE", "/v1/customers/{customerId}/push-to-start/{deviceId}", removePushToStart)
         route(&router, "POST", "/v1/customers/{customerId}/credentials", createCustomerCredential)
         route(&router, "DELETE", "/v1/customers/{customerId}/credentials/{credentialId}", revokeCustomerCredential)
+
+        route(&router, "POST", "/v1/webhooks", createWebhook)
+        route(&router, "GET", "/v1/webhooks", listWebhooks)
+        route(&router, "GET", "/v1/webhooks/{id}", showWebhook)
+        route(&router, "PATCH", "/v1/webhooks/{id}", updateWebhook)
+        route(&router, "DELETE", "/v1/webhooks/{id}", deleteWebhook)
+        route(&router, "POST", "/v1/webhooks/{id}/rotate-secret", rotateWebhookSecret)
+        route(&router, "GET", "/v1/webhooks/{id}/attempts", listWebhookAttempts)
+        route(&router, "POST", "/v1/webhooks/{id}/replay", replayWebhook)
 
         route(&router, "POST", "/v1/admin/keys", createKey)
         route(&router, "GET", "/v1/admin/keys", listKeys)

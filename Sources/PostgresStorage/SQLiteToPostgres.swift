@@ -13,7 +13,8 @@ package enum SQLiteToPostgres {
     /// The tables in the order their references allow.
     static let tables = [
         "api_keys", "customer_credentials", "orders", "order_events", "activities", "push_to_start_tokens",
-        "outbox", "push_log", "idempotency_keys",
+        "outbox", "push_log", "idempotency_keys", "webhook_endpoints", "webhook_events", "webhook_deliveries",
+        "webhook_attempts",
     ]
 
     /// - Returns: rows copied per table, in copy order.
@@ -47,7 +48,7 @@ package enum SQLiteToPostgres {
             for table in tables {
                 copied.append((table, try copyTable(table, from: source, to: target)))
             }
-            for table in ["order_events", "outbox", "push_log"] {
+            for table in ["order_events", "outbox", "push_log", "webhook_deliveries", "webhook_attempts"] {
                 try target.query(
                     "SELECT setval(pg_get_serial_sequence($1, 'id'), max(id)) FROM \(table) HAVING max(id) IS NOT NULL",
                     [.text(table)])

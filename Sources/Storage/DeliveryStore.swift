@@ -10,7 +10,7 @@ public import OrderDomain
 /// Changes of an order go through `write`: the caller locks the order, decides with the domain and
 /// records the outcome through a `StoreTransaction`, so a backend stores rows and applies no rule.
 /// The contract every backend must keep is `StoreContractTests`, parameterised by backend.
-public protocol DeliveryStore: Sendable {
+public protocol DeliveryStore: WebhookStore {
     // Orders and their history.
     func order(id: String) throws(StorageError) -> Order?
     func order(id: String, includingItems: Bool) throws(StorageError) -> Order?
@@ -40,7 +40,7 @@ public protocol DeliveryStore: Sendable {
     func activity(orderID: String, activityID: String) throws(StorageError) -> ActivityRecord?
     func liveActivities(orderID: String) throws(StorageError) -> [ActivityRecord]
     @discardableResult
-    func removePushToStart(_ device: DeviceKey) throws(StorageError) -> Bool
+    func removePushToStart(_ device: DeviceKey, now: Date) throws(StorageError) -> Bool
     func pushToStart(_ device: DeviceKey) throws(StorageError) -> PushToStartRecord?
 
     // Customer credentials: what a customer's app registers its devices and activities with.

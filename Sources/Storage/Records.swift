@@ -212,18 +212,23 @@ public struct RetentionPolicy: Sendable, Hashable {
     public var deadLetters: TimeInterval
     /// How long after an order ended its customer's personal data is kept (see `ErasedFields`).
     public var personalData: TimeInterval
+    /// How long webhook events and the log of their attempts are kept: the window a merchant can
+    /// replay from. Events with a delivery still open stay until it finishes.
+    public var webhookHistory: TimeInterval
 
     /// Defaults: ended activities 7 days, push log 30 days, sent/superseded outbox rows 1 day,
-    /// dead letters 30 days, personal data 30 days after the order ended. Expired idempotency keys
-    /// go at once.
+    /// dead letters 30 days, personal data 30 days after the order ended, webhook events and attempts
+    /// 30 days. Expired idempotency keys go at once.
     public init(
         endedActivities: TimeInterval = 7 * 86_400,
         pushLog: TimeInterval = 30 * 86_400,
         finishedOutboxRows: TimeInterval = 86_400,
         deadLetters: TimeInterval = 30 * 86_400,
-        personalData: TimeInterval = 30 * 86_400
+        personalData: TimeInterval = 30 * 86_400,
+        webhookHistory: TimeInterval = 30 * 86_400
     ) {
         self.personalData = personalData
+        self.webhookHistory = webhookHistory
         self.endedActivities = endedActivities
         self.pushLog = pushLog
         self.finishedOutboxRows = finishedOutboxRows
@@ -239,6 +244,8 @@ public struct PruneReport: Sendable, Hashable {
     public var idempotencyKeys = 0
     /// Ended orders whose personal data was erased.
     public var erasedOrders = 0
+    public var webhookEvents = 0
+    public var webhookAttempts = 0
 }
 
 /// What `erasePersonalData(merchantID:customerID:now:)` removed.

@@ -73,6 +73,10 @@ public protocol StoreTransaction {
         deviceLimit: Int, now: Date
     ) throws(StorageError)
 
+    /// Queues `order.status_changed` to the merchant's webhook endpoints for an applied change that
+    /// moved the order's status (other changes tell the merchant nothing it did not do itself).
+    func queueStatusWebhook(order: Order, event: OrderEvent, now: Date) throws(StorageError)
+
     /// Puts dead letters back in the queue (all of them when `ids` is `nil`); returns how many.
     func replayDeadLetters(ids: [Int64]?, now: Date) throws(StorageError) -> Int
 
@@ -101,6 +105,7 @@ extension StoreTransaction {
         try updateOrder(order)
         let eventID = try appendEvent(event, requestID: requestID)
         let queued = try queueActivityPushes(orderID: order.id, eventID: eventID, now: now, requestID: requestID)
+        if event.kind == .statusChanged { try queueStatusWebhook(order: order, event: event, now: now) }
         return StoredChange(outcome: outcome, eventID: eventID, queuedPushes: queued)
     }
 }

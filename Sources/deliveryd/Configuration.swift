@@ -50,6 +50,14 @@ struct Configuration: Sendable {
     var pushLeaseSeconds = 30
     var pushWorkers = 2
     var historyIntervalSeconds = 10.0
+    /// `https`, `http` (also plain http), or `local` (also plain http and private, loopback and
+    /// link-local addresses: tests and single machines).
+    var webhookURLs = "https"
+    var webhookTimeoutSeconds = 10
+    /// Delays between attempts, in seconds; `nil`: `WebhookRetrySchedule.standard`.
+    var webhookRetrySchedule: [Double]?
+    var webhookDisableAfterHours = 120
+    var webhookCAFile: String?
     /// `nil`: the host's name.
     var nodeName: String?
     /// Further apps with keys of their own: bundle id → key file, key id, team id.
@@ -426,6 +434,53 @@ struct Configuration: Sendable {
                 else { throw .invalid("--node-name", value, "expected 1 to 64 letters, digits, - _ . or :") }
                 config.nodeName = value
             }, current: { $0.nodeName ?? "(host name)" }
+        ),
+        Setting(
+            flag: "--webhook-urls", environment: "DELIVERYD_WEBHOOK_URLS", placeholder: "https|http|local",
+            help:
+                "which webhook URLs are allowed: https only, also http, or local (also http and private, loopback and link-local addresses, for tests and one machine) (default https)",
+            isSecret: false,
+            apply: { config, value throws(ConfigurationError) in
+                guard ["https", "http", "local"].contains(value) else {
+                    throw .invalid("--webhook-urls", value, "expected https, http or local")
+                }
+                config.webhookURLs = value
+            }, current: { $0.webhookURLs }
+        ),
+        integerSetting(
+            flag: "--webhook-timeout", environment: "DELIVERYD_WEBHOOK_TIMEOUT", range: 1...60,
+            help: "seconds one webhook attempt may take, connection included (default 10)",
+            keyPath: \.webhookTimeoutSeconds
+        ),
+        Setting(
+            flag: "--webhook-retry-schedule", environment: "DELIVERYD_WEBHOOK_RETRY_SCHEDULE",
+            placeholder: "S,S,...",
+            help:
+                "seconds between a failed webhook attempt and the next, comma-separated; after the last the delivery fails (default 5,60,300,1800,7200,18000,36000,50400,72000,72000: about three days)",
+            isSecret: false,
+            apply: { config, value throws(ConfigurationError) in
+                let delays = value.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+                guard (1...50).contains(delays.count),
+                    delays.allSatisfy({ $0 != nil && $0!.isFinite && $0! >= 0.1 && $0! <= 604_800 })
+                else {
+                    throw .invalid(
+                        "--webhook-retry-schedule", value, "expected 1 to 50 delays of 0.1 to 604800 seconds")
+                }
+                config.webhookRetrySchedule = delays.compactMap { $0 }
+            },
+            current: { config in config.webhookRetrySchedule.map { $0.map { String($0) }.joined(separator: ",") } }
+        ),
+        integerSetting(
+            flag: "--webhook-disable-after", environment: "DELIVERYD_WEBHOOK_DISABLE_AFTER", range: 1...8_760,
+            help: "hours an endpoint may fail without delivering anything before it is disabled (default 120)",
+            keyPath: \.webhookDisableAfterHours
+        ),
+        Setting(
+            flag: "--webhook-ca-file", environment: "DELIVERYD_WEBHOOK_CA_FILE", placeholder: "PATH",
+            help: "CA bundle webhook receivers' certificates are checked against (default: the system's)",
+            isSecret: false,
+            apply: { config, value throws(ConfigurationError) in config.webhookCAFile = value },
+            current: { $0.webhookCAFile }
         ),
         integerSetting(
             flag: "--push-lease", environment: "DELIVERYD_PUSH_LEASE", range: 1...600,

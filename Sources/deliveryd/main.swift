@@ -8,6 +8,7 @@ import Pusher
 import Storage
 import Synchronization
 import Telemetry
+import Webhooks
 
 #if canImport(Glibc)
     import Glibc
@@ -201,7 +202,8 @@ pruneTimer.setEventHandler {
             [
                 "pruned.activities": .int(report.activities), "pruned.push_log": .int(report.pushLog),
                 "pruned.outbox": .int(report.outbox), "pruned.idempotency_keys": .int(report.idempotencyKeys),
-                "erased.orders": .int(report.erasedOrders),
+                "erased.orders": .int(report.erasedOrders), "pruned.webhook_events": .int(report.webhookEvents),
+                "pruned.webhook_attempts": .int(report.webhookAttempts),
             ])
     } catch {
         logger.error("storage.prune_failed", ["error": .string("\(error)")])
@@ -254,6 +256,8 @@ func poolHealth(of store: PostgresStore) -> @Sendable () -> ConnectionPoolHealth
     }
 }
 let databaseHealth = postgres.map(poolHealth(of:))
+let webhookPolicy = WebhookURLPolicy(
+    allowsHTTP: configuration.webhookURLs != "https", allowsPrivateNetworks: configuration.webhookURLs == "local")
 let service = DeliveryService(
     store: storage,
     configuration: DeliveryServiceConfiguration(
@@ -276,7 +280,8 @@ let service = DeliveryService(
         ridePushInterval: Double(configuration.ridePushIntervalSeconds),
         historyStep: configuration.historyIntervalSeconds,
         nodeName: configuration.nodeName ?? ProcessInfo.processInfo.hostName, databaseHealth: databaseHealth,
-        startRegistrationTimeout: Double(configuration.startRegistrationTimeoutSeconds)),
+        startRegistrationTimeout: Double(configuration.startRegistrationTimeoutSeconds),
+        webhookPolicy: webhookPolicy),
     sealingKey: sealingKey, outboxSignal: outboxSignal, registry: registry,
     logger: Logger(label: "api", minimumLevel: configuration.logLevel),
     sendingStatus: { now in
@@ -290,6 +295,22 @@ let service = DeliveryService(
             })
     }
 )
+
+/// Webhooks go out on a thread and connections of their own: a slow receiver never delays a push.
+let webhooks = WebhookDispatcher(
+    store: storage, sealingKey: sealingKey,
+    configuration: WebhookDispatcherConfiguration(
+        policy: webhookPolicy, timeoutSeconds: Double(configuration.webhookTimeoutSeconds),
+        retrySchedule: configuration.webhookRetrySchedule.map(WebhookRetrySchedule.init(delays:)) ?? .standard,
+        disableAfter: Double(configuration.webhookDisableAfterHours) * 3_600, caFile: configuration.webhookCAFile),
+    owner: "webhooks-\(getpid())-\(UUID().uuidString.prefix(8))", registry: registry,
+    logger: Logger(label: "webhooks", minimumLevel: configuration.logLevel))
+do {
+    try webhooks.start()
+} catch {
+    logger.error("webhook.start_failed", ["error": .string("\(error)")])
+    exit(1)
+}
 
 /// Looks for push-to-starts whose activity never registered (see `sweepStalledStarts`), twice a minute.
 let stalledStartTimer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
@@ -369,6 +390,9 @@ for source in stopSignals {
             logger.info("http.stopped")
             // The newest state of every ride, so that a restart goes on from where the riders were.
             service.storeDueRides(all: true)
+            if !webhooks.stop(timeout: Double(configuration.webhookTimeoutSeconds) + 2) {
+                logger.warning("webhook.stop_timeout", ["note": "leased deliveries are sent again after the lease"])
+            }
             for task in pusherHandle.tasks.withLock({ $0 }) { task.cancel() }
             if pusherHandle.finished.wait(timeout: .now() + 15) == .timedOut {
                 logger.warning("pusher.stop_timeout", ["note": "leased pushes are sent again after the lease"])

@@ -112,6 +112,27 @@ let matrix: [MatrixRow] = [
     MatrixRow(
         "DELETE", "/v1/admin/merchants/m-1/customers/c-42/personal-data",
         [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401, 403]),
+    // Webhook endpoints: a merchant manages its own (another merchant's is not found), an admin any.
+    MatrixRow(
+        "POST", "/v1/webhooks",
+        body: {
+            $0 == .admin
+                ? ["url": "https://hooks.example.com/in", "merchantId": "m-1"] : ["url": "https://hooks.example.com/in"]
+        },
+        [401, 201, 403, 403, 201, 403, 403, 201, 403, 403, 401, 403]),
+    MatrixRow("GET", "/v1/webhooks", [401, 200, 403, 403, 200, 403, 403, 200, 403, 403, 401, 403]),
+    MatrixRow("GET", "/v1/webhooks/{webhook}", [401, 404, 403, 403, 200, 403, 403, 200, 403, 403, 401, 403]),
+    MatrixRow(
+        "PATCH", "/v1/webhooks/{webhook}", body: { _ in ["description": "orders"] },
+        [401, 404, 403, 403, 200, 403, 403, 200, 403, 403, 401, 403]),
+    MatrixRow("DELETE", "/v1/webhooks/{webhook}", [401, 404, 403, 403, 204, 403, 403, 204, 403, 403, 401, 403]),
+    MatrixRow(
+        "POST", "/v1/webhooks/{webhook}/rotate-secret", body: { _ in [:] },
+        [401, 404, 403, 403, 200, 403, 403, 200, 403, 403, 401, 403]),
+    MatrixRow("GET", "/v1/webhooks/{webhook}/attempts", [401, 404, 403, 403, 200, 403, 403, 200, 403, 403, 401, 403]),
+    MatrixRow(
+        "POST", "/v1/webhooks/{webhook}/replay", body: { _ in ["eventId": "msg_unknown"] },
+        [401, 404, 403, 403, 202, 403, 403, 202, 403, 403, 401, 403]),
     MatrixRow("GET", "/metrics", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401, 403]),
     MatrixRow("GET", "/v1/admin/stats", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401, 403]),
     MatrixRow("GET", "/v1/admin/stats?history=all", [401, 403, 403, 403, 403, 403, 403, 200, 403, 403, 401, 403]),
@@ -135,6 +156,7 @@ struct AuthorizationMatrixTests {
                         switch segment {
                         case "{order}": "{id}"
                         case "{spareKey}": "{id}"
+                        case "{webhook}": "{id}"
                         case "a-1", "a-2": "{activityId}"
                         case "c-42", "c-7": "{customerId}"
                         case "d-1", "d-2": "{deviceId}"
@@ -155,6 +177,7 @@ struct AuthorizationMatrixTests {
             let world = try World()
             var path = row.path.replacingOccurrences(of: "{order}", with: world.orderID)
             path = path.replacingOccurrences(of: "{spareKey}", with: world.spareKeyID)
+            path = path.replacingOccurrences(of: "{webhook}", with: world.webhookID)
             path = path.replacingOccurrences(of: "{credential}", with: world.customerCredentialID)
             var body: [String: Any]? = row.body(role).map { fields in
                 fields.mapValues { value -> Any in
@@ -186,6 +209,8 @@ struct World {
     let orderID: String
     let spareKeyID: String
     let customerCredentialID: String
+    /// m-1's webhook endpoint.
+    let webhookID: String
     private let credentials: [Role: String]
 
     init() throws {
@@ -205,6 +230,9 @@ struct World {
                 "PUT", "/v1/orders/\(order.id)/activities/a-1", as: order.token,
                 json: ["pushToken": "aabbccddeeff00112233445566778899", "environment": "production"]
             ).status == 200)
+        let webhook = try api.send(
+            "POST", "/v1/webhooks", as: ownerMerchant, json: ["url": "https://hooks.example.com/orders"])
+        webhookID = try #require(webhook.json["id"] as? String)
         let spare = try api.key("merchant", merchant: "m-3")
         spareKeyID = String(spare.split(separator: "_")[1])
         orderID = order.id

@@ -58,6 +58,11 @@ struct HostileInputTests {
         let account = try call("POST", "/v1/customers/c-1/credentials", merchant, [String: Any]())
         let credential = account.json["credential"] as? String ?? ""
         try #require(!order.isEmpty && !tracking.isEmpty && !credential.isEmpty)
+        let webhooks = try (0..<2).map { index in
+            try call("POST", "/v1/webhooks", merchant, ["url": "https://hooks.example.com/\(index)"]).json["id"]
+                as? String ?? ""
+        }
+        try #require(webhooks.allSatisfy { !$0.isEmpty })
 
         let token = ["pushToken": String(repeating: "ab", count: 32), "environment": "production"]
         let position: [String: Any] = [
@@ -159,6 +164,28 @@ struct HostileInputTests {
                 path: "/v1/admin/orders?q=\(String(repeating: "%41", count: 4_000))", body: nil,
                 bearer: Self.adminKey),
             Sample(operation: "GET /admin", path: "/admin", body: nil, bearer: Self.adminKey),
+            Sample(
+                operation: "POST /v1/webhooks", path: "/v1/webhooks",
+                body: ["url": "https://hooks.example.com/in", "eventTypes": ["order.status_changed"]], bearer: merchant),
+            Sample(
+                operation: "GET /v1/webhooks", path: "/v1/webhooks?merchantId=%FF", body: nil, bearer: Self.adminKey),
+            Sample(
+                operation: "GET /v1/webhooks/{id}", path: "/v1/webhooks/\(webhooks[0])", body: nil, bearer: merchant),
+            Sample(
+                operation: "PATCH /v1/webhooks/{id}", path: "/v1/webhooks/\(webhooks[0])",
+                body: ["url": "https://hooks.example.com/2", "description": "d", "enabled": true, "eventTypes": []],
+                bearer: merchant),
+            Sample(
+                operation: "POST /v1/webhooks/{id}/rotate-secret", path: "/v1/webhooks/\(webhooks[0])/rotate-secret",
+                body: ["graceSeconds": 60], bearer: merchant),
+            Sample(
+                operation: "GET /v1/webhooks/{id}/attempts", path: "/v1/webhooks/\(webhooks[0])/attempts?limit=-1",
+                body: nil, bearer: merchant),
+            Sample(
+                operation: "POST /v1/webhooks/{id}/replay", path: "/v1/webhooks/\(webhooks[0])/replay",
+                body: ["since": EndToEndTests.rfc3339(Date().addingTimeInterval(-60))], bearer: merchant),
+            Sample(
+                operation: "DELETE /v1/webhooks/{id}", path: "/v1/webhooks/\(webhooks[1])", body: nil, bearer: merchant),
         ]
         #expect(Set(samples.map(\.operation)) == (try OpenAPIOperations.all()), "a documented route has no sample")
 

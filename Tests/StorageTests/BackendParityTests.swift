@@ -173,7 +173,7 @@ struct BackendParityTests {
             "erasure", try store.erasePersonalData(merchantID: "m-1", customerID: "c-42", now: t.addingTimeInterval(70))
         )
         note("erased", try store.order(id: "o-3") as Any)
-        note("removed device", try store.removePushToStart(device))
+        note("removed device", try store.removePushToStart(device, now: t.addingTimeInterval(80)))
         note("prune", try store.prune(now: t.addingTimeInterval(90 * 86_400), policy: RetentionPolicy()))
         note("after prune", try store.order(id: "o-2") as Any)
         return lines

@@ -185,7 +185,7 @@ package final class APNsSimulator {
         Self.completeLines(directory + "/record.jsonl.arrivals").map(String.init)
     }
 
-    private static func accepts(port: UInt16) -> Bool {
+    package static func accepts(port: UInt16) -> Bool {
         guard let fd = connectLoopback(port: port) else { return false }
         close(fd)
         return true

@@ -35,8 +35,10 @@ extension SQLStore {
 
     /// Removes a device's push-to-start token (the customer signed out on it); returns whether it had one.
     @discardableResult
-    public func removePushToStart(_ device: DeviceKey) throws(StorageError) -> Bool {
-        try writeSQL { connection in try StoreSQL.deletePushToStart(device, onlyIfRegisteredBefore: nil, connection)
+    public func removePushToStart(_ device: DeviceKey, now: Date) throws(StorageError) -> Bool {
+        try writeSQL { connection in
+            try StoreSQL.deletePushToStart(
+                device, onlyIfRegisteredBefore: nil, reason: "signed_out", now: now, connection)
         }
     }
 
@@ -72,6 +74,13 @@ extension StoreSQL {
             WHERE order_id = ? AND kind = 'activity' AND target_id = ? AND state IN ('pending', 'sending')
             """
         ).run([.integer(now.storageMilliseconds), .text(orderID), .text(activityID)])
+        let ended = endedReason(reason)
+        try emitWebhook(
+            .activityEnded, orderID: orderID,
+            data: [
+                ("activityId", .string(activityID)), ("reason", .string(ended.reason)),
+                ("apnsReason", .optional(ended.detail)),
+            ], now: now, connection)
         return true
     }
 
@@ -110,9 +119,10 @@ extension StoreSQL {
 
     /// Removes a dead push-to-start token unless it was registered again after `onlyIfRegisteredBefore`.
     @discardableResult
-    static func deletePushToStart(_ device: DeviceKey, onlyIfRegisteredBefore: Date?, _ connection: any SQLSession)
-        throws -> Bool
-    {
+    /// Removes a device's push-to-start token and tells the merchant why (`token_dead`, `signed_out`).
+    static func deletePushToStart(
+        _ device: DeviceKey, onlyIfRegisteredBefore: Date?, reason: String, now: Date, _ connection: any SQLSession
+    ) throws -> Bool {
         try connection.cached(
             """
             DELETE FROM push_to_start_tokens
@@ -122,7 +132,20 @@ extension StoreSQL {
             .text(device.merchantID), .text(device.customerID), .text(device.deviceID),
             .integer((onlyIfRegisteredBefore ?? .distantFuture).storageMilliseconds),
         ])
-        return connection.changes > 0
+        guard connection.changes > 0 else { return false }
+        try emitPushToStartRemoved(device, reason: reason, now: now, connection)
+        return true
+    }
+
+    static func emitPushToStartRemoved(_ device: DeviceKey, reason: String, now: Date, _ connection: any SQLSession)
+        throws
+    {
+        try emitWebhook(
+            .pushToStartRemoved, merchantID: device.merchantID,
+            data: [
+                ("customerId", .string(device.customerID)), ("deviceId", .string(device.deviceID)),
+                ("reason", .string(reason)),
+            ], now: now, connection)
     }
 
     static func activity(orderID: String, activityID: String, _ connection: any SQLSession) throws -> ActivityRecord? {

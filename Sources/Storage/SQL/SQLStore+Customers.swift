@@ -44,7 +44,16 @@ extension SQLStore {
                 """
             ).run([.integer(now.storageMilliseconds), .text(id), .text(merchantID), .text(customerID)])
             guard connection.changes > 0 else { return false }
-            try connection.cached("DELETE FROM push_to_start_tokens WHERE credential_id = ?").run([.text(id)])
+            let removed = try connection.cached(
+                "DELETE FROM push_to_start_tokens WHERE credential_id = ? RETURNING merchant_id, customer_id, device_id"
+            ).rows([.text(id)]) {
+                DeviceKey(
+                    merchantID: try $0.text("merchant_id"), customerID: try $0.text("customer_id"),
+                    deviceID: try $0.text("device_id"))
+            }
+            for device in removed {
+                try StoreSQL.emitPushToStartRemoved(device, reason: "credential_revoked", now: now, connection)
+            }
             return true
         }
     }

@@ -23,6 +23,22 @@ extension SQLStore {
             report.outbox += connection.changes
             try connection.cached("DELETE FROM idempotency_keys WHERE expires_at < ?").run([cutoff(0)])
             report.idempotencyKeys = connection.changes
+            let webhookCutoff = cutoff(policy.webhookHistory)
+            try connection.cached("DELETE FROM webhook_attempts WHERE attempted_at < ?").run([webhookCutoff])
+            report.webhookAttempts = connection.changes
+            try connection.cached(
+                """
+                DELETE FROM webhook_deliveries WHERE state IN ('delivered', 'failed')
+                  AND event_id IN (SELECT id FROM webhook_events WHERE created_at < ?)
+                """
+            ).run([webhookCutoff])
+            try connection.cached(
+                """
+                DELETE FROM webhook_events WHERE created_at < ?
+                  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries AS d WHERE d.event_id = webhook_events.id)
+                """
+            ).run([webhookCutoff])
+            report.webhookEvents = connection.changes
             report.erasedOrders = try StoreSQL.erasePersonalData(
                 where: "status IN ('delivered', 'cancelled') AND updated_at < ?", [cutoff(policy.personalData)],
                 now: now, connection)

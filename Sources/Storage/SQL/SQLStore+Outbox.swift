@@ -97,6 +97,12 @@ extension SQLStore {
                         .firstRow([.text(start.orderID)], { try $0.text("merchant_id") })
                 else { continue }
                 let device = DeviceKey(merchantID: merchantID, customerID: customerID, deviceID: deviceID)
+                try StoreSQL.emitWebhook(
+                    .activityStartStalled, orderID: start.orderID,
+                    data: [
+                        ("customerId", .string(customerID)), ("deviceId", .string(deviceID)),
+                        ("startSentAt", .string(WebhookEventBody.iso8601(start.sentAt))),
+                    ], now: now, connection)
                 try StoreSQL.insertPushLog(
                     PushAttempt(
                         orderID: start.orderID, targetID: "start:" + deviceID, event: "start", priority: 10,

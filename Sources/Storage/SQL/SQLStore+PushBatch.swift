@@ -145,6 +145,7 @@ extension SQLStore {
                 case .sent: try StoreSQL.finish(completion.item.id, state: "sent", error: nil, now: now, connection)
                 case .dead(let reason):
                     try StoreSQL.finish(completion.item.id, state: "dead", error: reason, now: now, connection)
+                    try StoreSQL.emitDeadLetter(completion.item, reason: reason, now: now, connection)
                 case .retry(let at, let error):
                     try StoreSQL.scheduleRetry(completion.item.id, at: at, error: error, now: now, connection)
                 }
@@ -163,7 +164,7 @@ extension SQLStore {
                     removed.append(
                         try StoreSQL.deletePushToStart(
                             DeviceKey(merchantID: merchantID, customerID: customerID, deviceID: deviceID),
-                            onlyIfRegisteredBefore: before, connection))
+                            onlyIfRegisteredBefore: before, reason: "token_dead", now: now, connection))
                 case nil:
                     removed.append(false)
                 }

@@ -64,6 +64,7 @@ struct SQLTransaction: StoreTransaction {
                 return .existing(existing)
             }
             let eventID = try StoreSQL.insert(event, requestID: requestID, connection)
+            try StoreSQL.emitStatusWebhook(order: order, previous: nil, now: now, connection)
             // Only this merchant's devices of this customer: customer ids are the merchant's own names.
             let devices = try connection.cached(
                 "SELECT device_id FROM push_to_start_tokens WHERE merchant_id = ? AND customer_id = ?"
@@ -162,6 +163,12 @@ struct SQLTransaction: StoreTransaction {
             try StoreSQL.enqueue(
                 orderID: orderID, eventID: nil, target: .activity(activityID: activityID), now: now,
                 requestID: requestID, connection)
+            if previous == nil || previous?.endedAt != nil {
+                try StoreSQL.emitWebhook(
+                    .activityStarted, orderID: orderID,
+                    data: [("activityId", .string(activityID)), ("environment", .string(environment.rawValue))],
+                    now: now, connection)
+            }
             guard let record = try StoreSQL.activity(orderID: orderID, activityID: activityID, connection) else {
                 throw StorageError("activity \(activityID) vanished after registration")
             }
@@ -189,15 +196,23 @@ struct SQLTransaction: StoreTransaction {
             }
             // The phone is this person's now: no earlier registration of its token for this app,
             // whoever made it, may start someone else's order on it.
-            try connection.cached(
+            let replaced = try connection.cached(
                 """
                 DELETE FROM push_to_start_tokens WHERE bundle_id = ? AND push_token = ?
                     AND NOT (merchant_id = ? AND customer_id = ? AND device_id = ?)
+                RETURNING merchant_id, customer_id, device_id
                 """
-            ).run([
+            ).rows([
                 .text(bundleID), .text(pushToken), .text(device.merchantID), .text(device.customerID),
                 .text(device.deviceID),
-            ])
+            ]) {
+                DeviceKey(
+                    merchantID: try $0.text("merchant_id"), customerID: try $0.text("customer_id"),
+                    deviceID: try $0.text("device_id"))
+            }
+            for other in replaced {
+                try StoreSQL.emitPushToStartRemoved(other, reason: "registered_elsewhere", now: now, connection)
+            }
             try connection.cached(
                 """
                 INSERT INTO push_to_start_tokens (merchant_id, customer_id, device_id, credential_id, push_token,
@@ -212,6 +227,10 @@ struct SQLTransaction: StoreTransaction {
                 .text(pushToken), .text(environment.rawValue), .text(bundleID), .integer(now.storageMilliseconds),
             ])
         }
+    }
+
+    func queueStatusWebhook(order: Order, event: OrderEvent, now: Date) throws(StorageError) {
+        try sql { try StoreSQL.emitStatusWebhook(order: order, previous: event.from, now: now, connection) }
     }
 
     func replayDeadLetters(ids: [Int64]?, now: Date) throws(StorageError) -> Int {

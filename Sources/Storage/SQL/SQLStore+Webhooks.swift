@@ -1,0 +1,442 @@
+public import FoundationEssentials
+import OrderDomain
+
+extension SQLStore {
+    public func createWebhookEndpoint(_ endpoint: WebhookEndpointRecord) throws(StorageError) {
+        try writeSQL { connection in
+            try connection.cached(
+                """
+                INSERT INTO webhook_endpoints (id, merchant_id, url, description, event_types, enabled, disabled_reason,
+                    secret_sealed, previous_secret_sealed, previous_secret_expires_at, failing_since,
+                    last_delivered_at, paused_until, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """
+            ).run(StoreSQL.encode(endpoint))
+        }
+    }
+
+    public func webhookEndpoint(id: String) throws(StorageError) -> WebhookEndpointRecord? {
+        try readSession { connection in
+            try connection.cached("SELECT * FROM webhook_endpoints WHERE id = ?")
+                .firstRow([.text(id)], StoreSQL.decodeEndpoint)
+        }
+    }
+
+    public func webhookEndpoints(merchantID: String?) throws(StorageError) -> [WebhookEndpointRecord] {
+        try readSession { connection in
+            if let merchantID {
+                return try connection.cached(
+                    "SELECT * FROM webhook_endpoints WHERE merchant_id = ? ORDER BY created_at, id"
+                ).rows([.text(merchantID)], StoreSQL.decodeEndpoint)
+            }
+            return try connection.cached("SELECT * FROM webhook_endpoints ORDER BY created_at, id")
+                .rows(StoreSQL.decodeEndpoint)
+        }
+    }
+
+    @discardableResult
+    public func updateWebhookEndpoint(_ endpoint: WebhookEndpointRecord) throws(StorageError) -> Bool {
+        try writeSQL { connection in
+            try connection.cached(
+                """
+                UPDATE webhook_endpoints SET id = ?, merchant_id = ?, url = ?, description = ?, event_types = ?,
+                    enabled = ?, disabled_reason = ?, secret_sealed = ?, previous_secret_sealed = ?,
+                    previous_secret_expires_at = ?, failing_since = ?, last_delivered_at = ?, paused_until = ?,
+                    created_at = ?, updated_at = ?
+                WHERE id = ?
+                """
+            ).run(StoreSQL.encode(endpoint) + [.text(endpoint.id)])
+            return connection.changes > 0
+        }
+    }
+
+    @discardableResult
+    public func deleteWebhookEndpoint(id: String) throws(StorageError) -> Bool {
+        try writeSQL { connection in
+            try connection.cached("DELETE FROM webhook_deliveries WHERE endpoint_id = ?").run([.text(id)])
+            try connection.cached("DELETE FROM webhook_attempts WHERE endpoint_id = ?").run([.text(id)])
+            try connection.cached("DELETE FROM webhook_endpoints WHERE id = ?").run([.text(id)])
+            return connection.changes > 0
+        }
+    }
+
+    public func replayWebhooks(endpointID: String, _ replay: WebhookReplay, now: Date) throws(StorageError) -> Int {
+        try writeSQL { connection in
+            guard
+                let endpoint = try connection.cached("SELECT * FROM webhook_endpoints WHERE id = ?")
+                    .firstRow([.text(endpointID)], StoreSQL.decodeEndpoint)
+            else { return 0 }
+            let events: [(id: String, type: String)]
+            switch replay {
+            case .event(let id):
+                events = try connection.cached(
+                    "SELECT id, type FROM webhook_events WHERE id = ? AND merchant_id = ?"
+                ).rows([.text(id), .text(endpoint.merchantID)]) { (try $0.text("id"), try $0.text("type")) }
+            case .range(let from, let to):
+                events = try connection.cached(
+                    """
+                    SELECT id, type FROM webhook_events WHERE merchant_id = ? AND created_at >= ? AND created_at <= ?
+                    ORDER BY created_at, id
+                    """
+                ).rows([
+                    .text(endpoint.merchantID), .integer(from.storageMilliseconds), .integer(to.storageMilliseconds),
+                ]
+                ) { (try $0.text("id"), try $0.text("type")) }
+            }
+            var queued = 0
+            for event in events {
+                guard let type = WebhookEventType(rawValue: event.type), endpoint.wants(type) else { continue }
+                // One open delivery of an event to an endpoint at a time: a replay of one still queued is a no-op.
+                let open =
+                    try connection.cached(
+                        """
+                        SELECT count(*) AS open FROM webhook_deliveries
+                        WHERE endpoint_id = ? AND event_id = ? AND state IN ('pending', 'sending')
+                        """
+                    ).firstRow([.text(endpointID), .text(event.id)]) { try $0.int("open") } ?? 0
+                guard open == 0 else { continue }
+                try StoreSQL.queueDelivery(endpointID: endpointID, eventID: event.id, now: now, connection)
+                queued += 1
+            }
+            return queued
+        }
+    }
+
+    public func claimWebhookDeliveries(
+        owner: String, now: Date, lease: TimeInterval, limit: Int, perEndpoint: Int, busy: Set<String>
+    ) throws(StorageError) -> [WebhookDelivery] {
+        guard limit > 0 else { return [] }
+        let millis = now.storageMilliseconds
+        // Polled every second on every node: an idle queue is seen with a read, so it costs no commit
+        // (no fsync on SQLite, no write-ahead log record on PostgreSQL).
+        let hasWork = try readSession { connection in
+            try connection.cached(
+                """
+                SELECT CASE WHEN EXISTS (SELECT 1 FROM webhook_deliveries WHERE state = 'pending' AND due_at <= ?)
+                    OR EXISTS (SELECT 1 FROM webhook_deliveries WHERE state = 'sending' AND lease_until < ?)
+                    THEN 1 ELSE 0 END AS due
+                """
+            ).firstRow([.integer(millis), .integer(millis)]) { try $0.int("due") == 1 } ?? false
+        }
+        guard hasWork else { return [] }
+        return try writeSQL { connection in
+            // Leases of a node that stopped mid-attempt run out: their deliveries are due again.
+            try connection.cached(
+                """
+                UPDATE webhook_deliveries SET state = 'pending', lease_owner = NULL, lease_until = NULL
+                WHERE state = 'sending' AND lease_until < ?
+                """
+            ).run([.integer(millis)])
+            // More candidates than asked for: those of busy or capped endpoints are passed over. No row
+            // locks: the conditional update below is what gives each delivery to one node.
+            let candidates = try connection.cached(
+                """
+                SELECT d.id, d.endpoint_id FROM webhook_deliveries AS d
+                JOIN webhook_endpoints AS e ON e.id = d.endpoint_id
+                WHERE d.state = 'pending' AND d.due_at <= ? AND e.enabled = 1
+                  AND (e.paused_until IS NULL OR e.paused_until <= ?)
+                ORDER BY d.due_at, d.id LIMIT ?
+                """
+            ).rows([.integer(millis), .integer(millis), .integer(Int64(limit * 4))]) {
+                (id: try $0.int("id"), endpoint: try $0.text("endpoint_id"))
+            }
+            var perEndpointCount: [String: Int] = [:]
+            var chosen: [Int64] = []
+            for candidate in candidates where !busy.contains(candidate.endpoint) && chosen.count < limit {
+                let count = perEndpointCount[candidate.endpoint, default: 0]
+                guard count < perEndpoint else { continue }
+                perEndpointCount[candidate.endpoint] = count + 1
+                chosen.append(candidate.id)
+            }
+            var claimed: [WebhookDelivery] = []
+            for id in chosen {
+                try connection.cached(
+                    """
+                    UPDATE webhook_deliveries SET state = 'sending', lease_owner = ?, lease_until = ?, updated_at = ?
+                    WHERE id = ? AND state = 'pending'
+                    """
+                ).run([
+                    .text(owner), .integer(now.addingTimeInterval(lease).storageMilliseconds), .integer(millis),
+                    .integer(id),
+                ])
+                guard connection.changes == 1 else { continue }
+                if let delivery = try connection.cached(
+                    """
+                    SELECT d.id, d.endpoint_id, d.event_id, d.attempts, ev.created_at AS event_created_at, ev.body, e.url,
+                        e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at, e.failing_since
+                    FROM webhook_deliveries AS d
+                    JOIN webhook_endpoints AS e ON e.id = d.endpoint_id
+                    JOIN webhook_events AS ev ON ev.id = d.event_id
+                    WHERE d.id = ?
+                    """
+                ).firstRow([.integer(id)], { try StoreSQL.decodeDelivery($0, now: now) }) {
+                    claimed.append(delivery)
+                }
+            }
+            return claimed
+        }
+    }
+
+    public func completeWebhookDeliveries(_ completions: [WebhookCompletion], now: Date) throws(StorageError) {
+        guard !completions.isEmpty else { return }
+        try writeSQL { connection in
+            let millis = now.storageMilliseconds
+            for completion in completions {
+                let delivery = completion.delivery
+                try connection.cached(
+                    """
+                    INSERT INTO webhook_attempts (endpoint_id, event_id, attempt, attempted_at, http_status, error,
+                        duration_ms)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """
+                ).run([
+                    .text(delivery.endpointID), .text(delivery.eventID), .integer(Int64(delivery.attempts + 1)),
+                    .integer(completion.attemptedAt.storageMilliseconds),
+                    completion.httpStatus.map { .integer(Int64($0)) } ?? .null,
+                    completion.error.map(DatabaseValue.text) ?? .null,
+                    .integer(Int64(completion.durationMilliseconds)),
+                ])
+                let (state, due): (String, Int64) =
+                    switch completion.outcome {
+                    case .delivered: ("delivered", millis)
+                    case .retry(let at): ("pending", at.storageMilliseconds)
+                    case .failed: ("failed", millis)
+                    }
+                try connection.cached(
+                    """
+                    UPDATE webhook_deliveries SET state = ?, due_at = ?, attempts = attempts + 1, last_error = ?,
+                        lease_owner = NULL, lease_until = NULL, updated_at = ?
+                    WHERE id = ? AND state = 'sending'
+                    """
+                ).run([
+                    .text(state), .integer(due), completion.error.map(DatabaseValue.text) ?? .null, .integer(millis),
+                    .integer(delivery.id),
+                ])
+                if case .delivered = completion.outcome {
+                    try connection.cached(
+                        "UPDATE webhook_endpoints SET failing_since = NULL, last_delivered_at = ? WHERE id = ?"
+                    ).run([.integer(millis), .text(delivery.endpointID)])
+                } else {
+                    try connection.cached(
+                        "UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, ?) WHERE id = ?"
+                    ).run([.integer(completion.attemptedAt.storageMilliseconds), .text(delivery.endpointID)])
+                }
+                switch completion.endpointChange {
+                case .none: break
+                case .pause(let until):
+                    try connection.cached(
+                        "UPDATE webhook_endpoints SET paused_until = ?, updated_at = ? WHERE id = ?"
+                    ).run([.integer(until.storageMilliseconds), .integer(millis), .text(delivery.endpointID)])
+                case .disable(let reason):
+                    try connection.cached(
+                        "UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ?, updated_at = ? WHERE id = ?"
+                    ).run([.text(reason), .integer(millis), .text(delivery.endpointID)])
+                }
+            }
+        }
+    }
+
+    public func webhookAttempts(endpointID: String, limit: Int) throws(StorageError) -> [WebhookAttempt] {
+        try readSession { connection in
+            try connection.cached(
+                """
+                SELECT a.*, ev.type FROM webhook_attempts AS a LEFT JOIN webhook_events AS ev ON ev.id = a.event_id
+                WHERE a.endpoint_id = ? ORDER BY a.id DESC LIMIT ?
+                """
+            ).rows([.text(endpointID), .integer(Int64(limit))]) { row in
+                WebhookAttempt(
+                    endpointID: try row.text("endpoint_id"), eventID: try row.text("event_id"),
+                    eventType: try row.optionalText("type").flatMap(WebhookEventType.init(rawValue:)),
+                    attempt: Int(try row.int("attempt")),
+                    attemptedAt: Date(storageMilliseconds: try row.int("attempted_at")),
+                    httpStatus: try row.optionalInt("http_status").map(Int.init), error: try row.optionalText("error"),
+                    durationMilliseconds: Int(try row.int("duration_ms")))
+            }
+        }
+    }
+
+    public func webhookQueueCounts(endpointID: String?) throws(StorageError) -> WebhookQueueCounts {
+        try readSession { connection in
+            var counts = WebhookQueueCounts()
+            let rows =
+                if let endpointID {
+                    try connection.cached(
+                        """
+                        SELECT state, count(*) AS n, min(due_at) AS oldest FROM webhook_deliveries
+                        WHERE endpoint_id = ? GROUP BY state
+                        """
+                    ).rows([.text(endpointID)], StoreSQL.decodeStateCount)
+                } else {
+                    try connection.cached(
+                        "SELECT state, count(*) AS n, min(due_at) AS oldest FROM webhook_deliveries GROUP BY state"
+                    ).rows(StoreSQL.decodeStateCount)
+                }
+            for (state, count, oldest) in rows {
+                switch state {
+                case "pending":
+                    counts.pending = count
+                    counts.oldestPendingDue = oldest.map(Date.init(storageMilliseconds:))
+                case "sending": counts.sending = count
+                case "delivered": counts.delivered = count
+                default: counts.failed = count
+                }
+            }
+            return counts
+        }
+    }
+
+    public func webhookEvents(merchantID: String, limit: Int) throws(StorageError) -> [WebhookEventRecord] {
+        try readSession { connection in
+            try connection.cached(
+                "SELECT * FROM webhook_events WHERE merchant_id = ? ORDER BY created_at DESC, id DESC LIMIT ?"
+            ).rows([.text(merchantID), .integer(Int64(limit))]) { row in
+                WebhookEventRecord(
+                    id: try row.text("id"), merchantID: try row.text("merchant_id"), type: try row.value("type"),
+                    createdAt: Date(storageMilliseconds: try row.int("created_at")), body: try row.blob("body"))
+            }
+        }
+    }
+}
+
+extension StoreSQL {
+    /// Stores an event of a merchant and queues a delivery to each of its enabled endpoints that wants
+    /// it, in the transaction of the change that caused it. A merchant without endpoints gets nothing
+    /// stored: the one indexed read is all a change pays then.
+    static func emitWebhook(
+        _ type: WebhookEventType, merchantID: String, data: [(String, WebhookField)], now: Date,
+        _ connection: any SQLSession
+    ) throws {
+        let endpoints = try connection.cached(
+            "SELECT id, event_types, enabled FROM webhook_endpoints WHERE merchant_id = ?"
+        ).rows([.text(merchantID)]) { row in
+            (id: try row.text("id"), types: try row.text("event_types"), enabled: try row.int("enabled") != 0)
+        }
+        // Stored even when every endpoint is disabled: a re-enabled endpoint can replay the gap.
+        guard !endpoints.isEmpty else { return }
+        let id = WebhookEventBody.newEventID(now: now)
+        try connection.cached(
+            "INSERT INTO webhook_events (id, merchant_id, type, created_at, body) VALUES (?, ?, ?, ?, ?)"
+        ).run([
+            .text(id), .text(merchantID), .text(type.rawValue), .integer(now.storageMilliseconds),
+            .blob(WebhookEventBody.encode(type: type, timestamp: now, data: data)),
+        ])
+        for endpoint in endpoints where endpoint.enabled {
+            let types = endpoint.types.split(separator: " ")
+            guard types.isEmpty || types.contains(where: { $0 == type.rawValue }) else { continue }
+            try queueDelivery(endpointID: endpoint.id, eventID: id, now: now, connection)
+        }
+    }
+
+    /// `emitWebhook` for an event of an order, whose merchant the order row names.
+    static func emitWebhook(
+        _ type: WebhookEventType, orderID: String, data: [(String, WebhookField)], now: Date,
+        _ connection: any SQLSession
+    ) throws {
+        guard
+            let order = try connection.cached("SELECT merchant_id, number FROM orders WHERE id = ?")
+                .firstRow([.text(orderID)], { (merchant: try $0.text("merchant_id"), number: try $0.text("number")) })
+        else { return }
+        try emitWebhook(
+            type, merchantID: order.merchant,
+            data: [("orderId", .string(orderID)), ("orderNumber", .string(order.number))] + data, now: now,
+            connection)
+    }
+
+    /// `order.status_changed` for an order that was created (`previous` nil) or changed status.
+    static func emitStatusWebhook(order: Order, previous: OrderStatus?, now: Date, _ connection: any SQLSession)
+        throws
+    {
+        try emitWebhook(
+            .orderStatusChanged, merchantID: order.merchantID,
+            data: [
+                ("orderId", .string(order.id)), ("orderNumber", .string(order.number)),
+                ("status", .string(order.status.rawValue)), ("previousStatus", .optional(previous?.rawValue)),
+                ("cancelledAtStatus", .optional(order.cancelledAt?.rawValue)),
+                ("estimatedArrival", .string(WebhookEventBody.iso8601(order.estimatedArrival))),
+            ], now: now, connection)
+    }
+
+    /// `push.dead_lettered` for an outbox row given up on.
+    static func emitDeadLetter(_ item: OutboxItem, reason: String, now: Date, _ connection: any SQLSession) throws {
+        let target: [(String, WebhookField)] =
+            switch item.target {
+            case .activity(let activityID): [("kind", .string("update")), ("activityId", .string(activityID))]
+            case .start(let customerID, let deviceID):
+                [("kind", .string("start")), ("customerId", .string(customerID)), ("deviceId", .string(deviceID))]
+            }
+        try emitWebhook(
+            .pushDeadLettered, orderID: item.orderID, data: target + [("reason", .string(reason))], now: now, connection
+        )
+    }
+
+    static func queueDelivery(endpointID: String, eventID: String, now: Date, _ connection: any SQLSession) throws {
+        try connection.cached(
+            """
+            INSERT INTO webhook_deliveries (endpoint_id, event_id, state, attempts, due_at, created_at, updated_at)
+            VALUES (?, ?, 'pending', 0, ?, ?, ?)
+            """
+        ).run([
+            .text(endpointID), .text(eventID), .integer(now.storageMilliseconds), .integer(now.storageMilliseconds),
+            .integer(now.storageMilliseconds),
+        ])
+    }
+
+    /// The `reason` of an `activity.ended` event for the reason the store keeps.
+    static func endedReason(_ stored: String) -> (reason: String, detail: String?) {
+        switch stored {
+        case "user": ("user_dismissed", nil)
+        case "ended": ("order_ended", nil)
+        case "expired": ("expired", nil)
+        case "erased": ("erased", nil)
+        default: ("token_dead", stored)
+        }
+    }
+
+    static func encode(_ endpoint: WebhookEndpointRecord) -> [DatabaseValue] {
+        func time(_ date: Date?) -> DatabaseValue { date.map { .integer($0.storageMilliseconds) } ?? .null }
+        return [
+            .text(endpoint.id), .text(endpoint.merchantID), .text(endpoint.url), .text(endpoint.description),
+            .text(endpoint.eventTypes.map(\.rawValue).joined(separator: " ")), .integer(endpoint.enabled ? 1 : 0),
+            endpoint.disabledReason.map(DatabaseValue.text) ?? .null, .blob(endpoint.secretSealed),
+            endpoint.previousSecretSealed.map(DatabaseValue.blob) ?? .null, time(endpoint.previousSecretExpiresAt),
+            time(endpoint.failingSince), time(endpoint.lastDeliveredAt), time(endpoint.pausedUntil),
+            time(endpoint.createdAt), time(endpoint.updatedAt),
+        ]
+    }
+
+    static func decodeEndpoint(_ row: any DatabaseRow) throws -> WebhookEndpointRecord {
+        func time(_ name: String) throws -> Date? { try row.optionalInt(name).map(Date.init(storageMilliseconds:)) }
+        var endpoint = WebhookEndpointRecord(
+            id: try row.text("id"), merchantID: try row.text("merchant_id"), url: try row.text("url"),
+            description: try row.text("description"),
+            eventTypes: try row.text("event_types").split(separator: " ").compactMap {
+                WebhookEventType(rawValue: String($0))
+            },
+            enabled: try row.int("enabled") != 0, secretSealed: try row.blob("secret_sealed"),
+            now: Date(storageMilliseconds: try row.int("created_at")))
+        endpoint.disabledReason = try row.optionalText("disabled_reason")
+        endpoint.previousSecretSealed = try row.optionalBlob("previous_secret_sealed")
+        endpoint.previousSecretExpiresAt = try time("previous_secret_expires_at")
+        endpoint.failingSince = try time("failing_since")
+        endpoint.lastDeliveredAt = try time("last_delivered_at")
+        endpoint.pausedUntil = try time("paused_until")
+        endpoint.updatedAt = Date(storageMilliseconds: try row.int("updated_at"))
+        return endpoint
+    }
+
+    static func decodeDelivery(_ row: any DatabaseRow, now: Date) throws -> WebhookDelivery {
+        let previousExpires = try row.optionalInt("previous_secret_expires_at").map(Date.init(storageMilliseconds:))
+        return WebhookDelivery(
+            id: try row.int("id"), endpointID: try row.text("endpoint_id"), eventID: try row.text("event_id"),
+            eventCreatedAt: Date(storageMilliseconds: try row.int("event_created_at")),
+            attempts: Int(try row.int("attempts")), body: try row.blob("body"), url: try row.text("url"),
+            secretSealed: try row.blob("secret_sealed"),
+            previousSecretSealed: (previousExpires.map { $0 > now } ?? false)
+                ? try row.optionalBlob("previous_secret_sealed") : nil,
+            failingSince: try row.optionalInt("failing_since").map(Date.init(storageMilliseconds:)))
+    }
+
+    static func decodeStateCount(_ row: any DatabaseRow) throws -> (String, Int, Int64?) {
+        (try row.text("state"), Int(try row.int("n")), try row.optionalInt("oldest"))
+    }
+}

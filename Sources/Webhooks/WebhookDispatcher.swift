@@ -1,0 +1,288 @@
+public import Cryptography
+internal import Dispatch
+public import Foundation
+public import Storage
+internal import Synchronization
+public import Telemetry
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// How webhooks are sent.
+public struct WebhookDispatcherConfiguration: Sendable {
+    public var policy: WebhookURLPolicy
+    /// One attempt's limit, connection included.
+    public var timeoutSeconds: Double
+    public var retrySchedule: WebhookRetrySchedule
+    /// Attempts in flight at once, over all endpoints.
+    public var maximumInFlight: Int
+    /// Attempts in flight at once to one endpoint: a slow one holds this many, never the others'.
+    public var perEndpoint: Int
+    /// How often the outbox is read for due deliveries when nothing else wakes the dispatcher.
+    public var pollInterval: Double
+    /// An endpoint that delivered nothing for this long is disabled (and says so).
+    public var disableAfter: TimeInterval
+    /// The longest pause a receiver's `Retry-After` can ask for.
+    public var maximumPause: TimeInterval
+    /// CA bundle to trust; `nil` for the system's.
+    public var caFile: String?
+
+    /// Defaults: https only and no private networks, 10 s per attempt, `WebhookRetrySchedule.standard`,
+    /// 64 in flight, 4 per endpoint, a read every 0.5 s, disabled after 5 days of failures, pauses of
+    /// at most an hour.
+    public init(
+        policy: WebhookURLPolicy = WebhookURLPolicy(), timeoutSeconds: Double = 10,
+        retrySchedule: WebhookRetrySchedule = .standard, maximumInFlight: Int = 64, perEndpoint: Int = 4,
+        pollInterval: Double = 0.5, disableAfter: TimeInterval = 5 * 86_400, maximumPause: TimeInterval = 3_600,
+        caFile: String? = nil
+    ) {
+        self.policy = policy
+        self.timeoutSeconds = timeoutSeconds
+        self.retrySchedule = retrySchedule
+        self.maximumInFlight = maximumInFlight
+        self.perEndpoint = perEndpoint
+        self.pollInterval = pollInterval
+        self.disableAfter = disableAfter
+        self.maximumPause = maximumPause
+        self.caFile = caFile
+    }
+}
+
+/// Sends the webhook outbox: claims due deliveries, signs and POSTs each, and writes what came of
+/// them, a round at a time.
+///
+/// Concurrency: one thread of its own, which owns the libcurl multi handle and runs every transfer
+/// on it without blocking on any one; it shares nothing with the push workers (no thread, no
+/// connection, no lock), so a receiver that hangs can never delay a push to APNs. Other threads only
+/// ask it to stop.
+public final class WebhookDispatcher: Sendable {
+    private let store: any WebhookStore
+    private let sealingKey: SealingKey
+    private let configuration: WebhookDispatcherConfiguration
+    private let owner: String
+    private let metrics: WebhookMetrics
+    private let logger: Logger
+    private let clock: @Sendable () -> Date
+    private let stopping = Atomic<Bool>(false)
+    private let finished = DispatchSemaphore(value: 0)
+
+    public init(
+        store: any WebhookStore, sealingKey: SealingKey, configuration: WebhookDispatcherConfiguration,
+        owner: String, registry: MetricsRegistry, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.store = store
+        self.sealingKey = sealingKey
+        self.configuration = configuration
+        self.owner = owner
+        self.metrics = WebhookMetrics(registry: registry, store: store)
+        self.logger = logger
+        self.clock = clock
+    }
+
+    /// Starts the dispatcher's thread.
+    /// - Throws: `WebhookError` when libcurl cannot make its multi handle.
+    public func start() throws(WebhookError) {
+        let transport = try WebhookTransport(
+            policy: configuration.policy, timeoutMilliseconds: Int(configuration.timeoutSeconds * 1000),
+            caFile: configuration.caFile)
+        let box = TransportBox(transport)
+        let thread = Thread { [self] in
+            run(box.take())
+            finished.signal()
+        }
+        thread.name = "webhooks"
+        thread.start()
+    }
+
+    /// Stops claiming, lets the attempts in flight finish (up to `timeout`) and writes their outcome.
+    /// What is still leased is sent again once its lease runs out.
+    /// - Returns: whether it stopped within `timeout`.
+    @discardableResult
+    public func stop(timeout: Double) -> Bool {
+        stopping.store(true, ordering: .releasing)
+        return finished.wait(timeout: .now() + timeout) == .success
+    }
+
+    private func run(_ transport: WebhookTransport) {
+        var inFlight: [Int64: WebhookDelivery] = [:]
+        var nextClaim = Date.distantPast
+        let lease = configuration.timeoutSeconds + 30
+        let stopDeadline = Mutex<Date?>(nil)
+        while true {
+            let now = clock()
+            let isStopping = stopping.load(ordering: .acquiring)
+            if isStopping {
+                let deadline = stopDeadline.withLock { deadline in
+                    if deadline == nil { deadline = now.addingTimeInterval(configuration.timeoutSeconds + 1) }
+                    return deadline!
+                }
+                if inFlight.isEmpty || now > deadline { return }
+            } else if inFlight.count < configuration.maximumInFlight, now >= nextClaim {
+                let room = configuration.maximumInFlight - inFlight.count
+                do {
+                    let busy = Set(
+                        Dictionary(grouping: inFlight.values, by: \.endpointID)
+                            .filter { $0.value.count >= configuration.perEndpoint }.keys)
+                    let claimed = try store.claimWebhookDeliveries(
+                        owner: owner, now: now, lease: lease, limit: room,
+                        perEndpoint: configuration.perEndpoint, busy: busy)
+                    for delivery in claimed {
+                        inFlight[delivery.id] = delivery
+                        send(delivery, now: now, on: transport)
+                    }
+                    nextClaim = claimed.count == room ? now : now.addingTimeInterval(configuration.pollInterval)
+                } catch {
+                    logger.error("webhook.claim_failed", ["error": .string("\(error)")])
+                    nextClaim = now.addingTimeInterval(configuration.pollInterval)
+                }
+            }
+            let wait = isStopping || !inFlight.isEmpty ? 50 : Int(configuration.pollInterval * 1000)
+            let answers = transport.poll(waitMilliseconds: wait)
+            guard !answers.isEmpty else { continue }
+            let answeredAt = clock()
+            let completions = answers.compactMap { tag, answer in
+                inFlight.removeValue(forKey: tag).map { complete($0, answer, at: answeredAt) }
+            }
+            do {
+                try store.completeWebhookDeliveries(completions, now: answeredAt)
+                // Answers free room: more may be due at once.
+                nextClaim = answeredAt
+            } catch {
+                // Their leases run out and they are sent again: a receiver may see one twice, never none.
+                logger.error("webhook.complete_failed", ["error": .string("\(error)")])
+            }
+            report(completions)
+        }
+    }
+
+    /// Signs and starts one attempt; a failure to start is an answer like any other.
+    private func send(_ delivery: WebhookDelivery, now: Date, on transport: WebhookTransport) {
+        do {
+            var secrets = [
+                try WebhookSecret.open(delivery.secretSealed, with: sealingKey, endpointID: delivery.endpointID)
+            ]
+            if let previous = delivery.previousSecretSealed {
+                secrets.append(try WebhookSecret.open(previous, with: sealingKey, endpointID: delivery.endpointID))
+            }
+            let headers = WebhookSignature.headers(
+                id: delivery.eventID, attemptedAt: now, body: delivery.body, secrets: secrets)
+            try transport.start(tag: delivery.id, url: delivery.url, headers: headers, body: delivery.body)
+        } catch {
+            logger.error(
+                "webhook.send_failed",
+                ["webhook.endpoint": .string(delivery.endpointID), "error": .string("\(error)")])
+        }
+    }
+
+    /// What to write for an answer: delivered, tried again later, or given up; and what it says of
+    /// the endpoint.
+    func complete(_ delivery: WebhookDelivery, _ answer: WebhookAnswer, at now: Date) -> WebhookCompletion {
+        var completion = WebhookCompletion(
+            delivery: delivery, attemptedAt: now, httpStatus: answer.status, error: answer.error,
+            durationMilliseconds: answer.durationMilliseconds, outcome: .delivered)
+        if let status = answer.status, (200..<300).contains(status) { return completion }
+        if answer.status == 410 {
+            completion.outcome = .failed
+            completion.endpointChange = .disable(reason: "the receiver answered 410 Gone")
+            return completion
+        }
+        let attempts = delivery.attempts + 1
+        var next = configuration.retrySchedule.nextAttempt(
+            afterFailed: attempts, now: now, jitter: Double.random(in: -1...1))
+        if answer.retryAfterSeconds != nil || [429, 502, 504].contains(answer.status ?? 0) {
+            let asked = answer.retryAfterSeconds.map(Double.init) ?? next?.timeIntervalSince(now) ?? 60
+            let until = now.addingTimeInterval(min(max(asked, 1), configuration.maximumPause))
+            completion.endpointChange = .pause(until: until)
+            next = next.map { max($0, until) }
+        }
+        completion.outcome = next.map { .retry(at: $0) } ?? .failed
+        if let since = delivery.failingSince, now.timeIntervalSince(since) >= configuration.disableAfter {
+            let days = Int(now.timeIntervalSince(since) / 86_400)
+            completion.endpointChange = .disable(reason: "failing for \(days) days: nothing delivered since then")
+        }
+        return completion
+    }
+
+    private func report(_ completions: [WebhookCompletion]) {
+        for completion in completions {
+            let result: String =
+                switch completion.outcome {
+                case .delivered: "delivered"
+                case .retry: "retry"
+                case .failed: "failed"
+                }
+            metrics.attempts.increment([result])
+            metrics.duration.observe(Double(completion.durationMilliseconds) / 1000)
+            if result != "delivered" {
+                logger.info(
+                    "webhook.attempt_failed",
+                    [
+                        "webhook.endpoint": .string(completion.delivery.endpointID),
+                        "webhook.event": .string(completion.delivery.eventID),
+                        "webhook.attempt": .int(completion.delivery.attempts + 1),
+                        "http.response.status_code": completion.httpStatus.map { .int($0) } ?? .string("none"),
+                        "error": .string(completion.error ?? ""), "webhook.outcome": .string(result),
+                    ])
+            }
+            if case .disable(let reason) = completion.endpointChange {
+                metrics.endpointsDisabled.increment()
+                logger.warning(
+                    "webhook.endpoint_disabled",
+                    ["webhook.endpoint": .string(completion.delivery.endpointID), "reason": .string(reason)])
+            }
+        }
+    }
+}
+
+/// Hands the transport, made on the starting thread (where its failure can be reported), to the
+/// dispatcher's thread, its only user from then on.
+private final class TransportBox: @unchecked Sendable {
+    // Unchecked: written once before the thread starts and read once by it; the thread start orders the two.
+    private var transport: WebhookTransport?
+    init(_ transport: WebhookTransport) { self.transport = transport }
+    func take() -> WebhookTransport {
+        defer { transport = nil }
+        return transport!
+    }
+}
+
+/// The webhook metric families.
+struct WebhookMetrics: Sendable {
+    let attempts: Counter
+    let duration: Histogram
+    let endpointsDisabled: Counter
+
+    init(registry: MetricsRegistry, store: any WebhookStore) {
+        attempts = registry.counter(
+            "deliveryd_webhook_attempts_total",
+            help: "Webhook attempts, by what came of them: delivered, retry (tried again later) or failed (given up).",
+            labels: ["result"])
+        duration = registry.histogram(
+            "deliveryd_webhook_attempt_duration_seconds", help: "One webhook POST, sent to answered or failed.",
+            buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30])
+        endpointsDisabled = registry.counter(
+            "deliveryd_webhook_endpoints_disabled_total",
+            help: "Endpoints deliveryd disabled (410 Gone, or failing for days).")
+        let deliveries = registry.gauge(
+            "deliveryd_webhook_deliveries", help: "Webhook deliveries in the outbox, by state.", labels: ["state"])
+        let endpoints = registry.gauge(
+            "deliveryd_webhook_endpoints",
+            help: "Webhook endpoints by health: delivering, failing (no delivery since a failure), disabled.",
+            labels: ["health"])
+        registry.addCollector { [weak registry] in
+            guard registry != nil, let counts = try? store.webhookQueueCounts(endpointID: nil),
+                let all = try? store.webhookEndpoints(merchantID: nil)
+            else { return }
+            deliveries.replaceAll([
+                (["pending"], Double(counts.pending)), (["sending"], Double(counts.sending)),
+                (["delivered"], Double(counts.delivered)), (["failed"], Double(counts.failed)),
+            ])
+            endpoints.replaceAll([
+                (["delivering"], Double(all.filter { $0.enabled && $0.failingSince == nil }.count)),
+                (["failing"], Double(all.filter { $0.enabled && $0.failingSince != nil }.count)),
+                (["disabled"], Double(all.filter { !$0.enabled }.count)),
+            ])
+        }
+    }
+}

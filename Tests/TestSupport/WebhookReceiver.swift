@@ -1,0 +1,93 @@
+package import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A merchant's webhook receiver (Tests/webhook-receiver/receiver.py, plain HTTP on loopback), which
+/// verifies each delivery with the reference `standardwebhooks` library and records it.
+package final class WebhookReceiver {
+    package let directory: String
+    package private(set) var port: UInt16 = 0
+    private var process = Process()
+
+    package var url: String { "http://127.0.0.1:\(port)/hooks" }
+
+    package init() throws {
+        directory = NSTemporaryDirectory() + "webhook-receiver-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try control([:])
+        try trust([])
+        let python = APNsSimulator.repositoryRoot.appendingPathComponent(".venv/bin/python").path
+        guard FileManager.default.isExecutableFile(atPath: python) else {
+            throw SimulatorError("no test virtualenv at \(python): run `make test`, which creates it")
+        }
+        for attempt in 1...3 {
+            port = UInt16.random(in: 10_000...20_999)
+            process = Process()
+            process.executableURL = URL(fileURLWithPath: python)
+            process.arguments = [
+                APNsSimulator.repositoryRoot.appendingPathComponent("Tests/webhook-receiver/receiver.py").path,
+                "--port", String(port), "--record", directory + "/record.jsonl", "--control",
+                directory + "/control.json", "--secrets", directory + "/secrets.json",
+            ]
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            for _ in 0..<400 {
+                if APNsSimulator.accepts(port: port) { return }
+                if !process.isRunning { break }
+                usleep(50_000)
+            }
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+            if attempt == 3 { throw SimulatorError("the webhook receiver did not start listening") }
+        }
+    }
+
+    deinit { stop() }
+
+    package func stop() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// How the next requests are answered: `status`, `retry_after`, `hang_seconds`, `location`.
+    package func control(_ answer: [String: Any]) throws {
+        try JSONSerialization.data(withJSONObject: answer).write(to: URL(fileURLWithPath: directory + "/control.json"))
+    }
+
+    /// The `whsec_…` secrets deliveries are verified with (any one suffices).
+    package func trust(_ secrets: [String]) throws {
+        try JSONSerialization.data(withJSONObject: secrets).write(to: URL(fileURLWithPath: directory + "/secrets.json"))
+    }
+
+    /// Every request received, in order: `headers`, `body`, `verified`, `verified_with`, `status`.
+    package func records() -> [[String: Any]] {
+        guard let text = try? String(contentsOfFile: directory + "/record.jsonl", encoding: .utf8) else { return [] }
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        lines.removeLast()  // a line still being written has no newline yet
+        return lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    /// The body of each request, decoded.
+    package func events() -> [[String: Any]] {
+        records().compactMap {
+            (try? JSONSerialization.jsonObject(with: Data(($0["body"] as? String ?? "").utf8))) as? [String: Any]
+        }
+    }
+
+    /// Waits until `condition` holds of the records (polling; `timeout` only bounds a failure).
+    package func wait(timeout: Double = 30, until condition: ([[String: Any]]) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if condition(records()) { return true }
+            usleep(50_000)
+        }
+        return condition(records())
+    }
+}
