@@ -141,7 +141,8 @@ let package = Package(
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry"], swiftSettings: strictSettings),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"], swiftSettings: strictSettings),
         .testTarget(
-            name: "WebhooksTests", dependencies: ["Webhooks", "Storage", "Cryptography", "Telemetry", "TestSupport"],
+            name: "WebhooksTests",
+            dependencies: ["Webhooks", "Storage", "OrderDomain", "Cryptography", "Telemetry", "TestSupport"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "ProjectionTests", dependencies: ["Projection", "DeliveryActivityContract"],

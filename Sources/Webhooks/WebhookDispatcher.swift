@@ -121,15 +121,21 @@ public final class WebhookDispatcher: Sendable {
             } else if inFlight.count < configuration.maximumInFlight, now >= nextClaim {
                 let room = configuration.maximumInFlight - inFlight.count
                 do {
-                    let busy = Set(
-                        Dictionary(grouping: inFlight.values, by: \.endpointID)
-                            .filter { $0.value.count >= configuration.perEndpoint }.keys)
+                    let perEndpoint = Dictionary(inFlight.values.map { ($0.endpointID, 1) }, uniquingKeysWith: +)
                     let claimed = try store.claimWebhookDeliveries(
                         owner: owner, now: now, lease: lease, limit: room,
-                        perEndpoint: configuration.perEndpoint, busy: busy)
+                        perEndpoint: configuration.perEndpoint, inFlight: perEndpoint)
+                    var unsent: [WebhookCompletion] = []
                     for delivery in claimed {
-                        inFlight[delivery.id] = delivery
-                        send(delivery, now: now, on: transport)
+                        if let refusal = send(delivery, now: now, on: transport) {
+                            unsent.append(complete(delivery, refusal, at: now))
+                        } else {
+                            inFlight[delivery.id] = delivery
+                        }
+                    }
+                    if !unsent.isEmpty {
+                        try store.completeWebhookDeliveries(unsent, now: now)
+                        report(unsent)
                     }
                     nextClaim = claimed.count == room ? now : now.addingTimeInterval(configuration.pollInterval)
                 } catch {
@@ -156,8 +162,10 @@ public final class WebhookDispatcher: Sendable {
         }
     }
 
-    /// Signs and starts one attempt; a failure to start is an answer like any other.
-    private func send(_ delivery: WebhookDelivery, now: Date, on transport: WebhookTransport) {
+    /// Signs and starts one attempt.
+    /// - Returns: `nil` once started; else why it could not start, an answer like any other (a
+    ///   secret the sealing key cannot open, a URL libcurl refuses), so the delivery is retried and logged.
+    private func send(_ delivery: WebhookDelivery, now: Date, on transport: WebhookTransport) -> WebhookAnswer? {
         do {
             var secrets = [
                 try WebhookSecret.open(delivery.secretSealed, with: sealingKey, endpointID: delivery.endpointID)
@@ -168,10 +176,12 @@ public final class WebhookDispatcher: Sendable {
             let headers = WebhookSignature.headers(
                 id: delivery.eventID, attemptedAt: now, body: delivery.body, secrets: secrets)
             try transport.start(tag: delivery.id, url: delivery.url, headers: headers, body: delivery.body)
+            return nil
         } catch {
             logger.error(
                 "webhook.send_failed",
                 ["webhook.endpoint": .string(delivery.endpointID), "error": .string("\(error)")])
+            return WebhookAnswer(status: nil, retryAfterSeconds: nil, error: "\(error)", durationMilliseconds: 0)
         }
     }
 

@@ -45,7 +45,9 @@ public struct WebhookURLPolicy: Sendable, Hashable {
     }
 
     private func refusal(ofLiteralHost host: String) -> String? {
-        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        var bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        // `localhost.` is `localhost`: a fully qualified name's final dot changes nothing.
+        if bare.hasSuffix(".") { bare.removeLast() }
         var v4 = in_addr()
         var v6 = in6_addr()
         if inet_pton(AF_INET, bare, &v4) == 1 {

@@ -111,13 +111,13 @@ struct WebhookStoreTests {
         _ = try StoreContractTests.seeded(store)  // order.status_changed and activity.started
 
         let first = try store.claimWebhookDeliveries(
-            owner: "n-1", now: t0, lease: 30, limit: 10, perEndpoint: 1, busy: [])
+            owner: "n-1", now: t0, lease: 30, limit: 10, perEndpoint: 1, inFlight: [:])
         #expect(first.count == 1, "one per endpoint at a time")
         #expect(
-            try store.claimWebhookDeliveries(owner: "n-2", now: t0, lease: 30, limit: 10, perEndpoint: 4, busy: [])
+            try store.claimWebhookDeliveries(owner: "n-2", now: t0, lease: 30, limit: 10, perEndpoint: 4, inFlight: [:])
                 .count == 1, "the other delivery, and not the leased one")
         #expect(
-            try store.claimWebhookDeliveries(owner: "n-3", now: t0, lease: 30, limit: 10, perEndpoint: 4, busy: [])
+            try store.claimWebhookDeliveries(owner: "n-3", now: t0, lease: 30, limit: 10, perEndpoint: 4, inFlight: [:])
                 .isEmpty)
         let delivery = try #require(first.first)
         #expect(delivery.attempts == 0)
@@ -133,17 +133,18 @@ struct WebhookStoreTests {
         #expect(try store.webhookEndpoint(id: "ep-1")?.failingSince == t0)
         #expect(
             try store.claimWebhookDeliveries(
-                owner: "n-1", now: t0.addingTimeInterval(4), lease: 30, limit: 10, perEndpoint: 4, busy: []
+                owner: "n-1", now: t0.addingTimeInterval(4), lease: 30, limit: 10, perEndpoint: 4, inFlight: [:]
             ).isEmpty, "not due before its retry")
         // The other sender stopped mid-attempt: its lease runs out and both are due at 31 s.
         let again = try store.claimWebhookDeliveries(
-            owner: "n-1", now: t0.addingTimeInterval(31), lease: 30, limit: 10, perEndpoint: 4, busy: [])
+            owner: "n-1", now: t0.addingTimeInterval(31), lease: 30, limit: 10, perEndpoint: 4, inFlight: [:])
         #expect(again.count == 2)
         let retried = try #require(again.first { $0.id == delivery.id })
         #expect(retried.attempts == 1)
         #expect(
             try store.claimWebhookDeliveries(
-                owner: "n-1", now: t0.addingTimeInterval(31), lease: 30, limit: 10, perEndpoint: 4, busy: ["ep-1"]
+                owner: "n-1", now: t0.addingTimeInterval(31), lease: 30, limit: 10, perEndpoint: 4,
+                inFlight: ["ep-1": 4]
             ).isEmpty)
         let done = t0.addingTimeInterval(32)
         try store.completeWebhookDeliveries(
@@ -172,7 +173,7 @@ struct WebhookStoreTests {
         #expect(try store.replayWebhooks(endpointID: "ep-1", range, now: done) == 0)
         #expect(try store.replayWebhooks(endpointID: "ep-1", .event(id: delivery.eventID), now: done) == 0)
         let replayed = try store.claimWebhookDeliveries(
-            owner: "n-1", now: done, lease: 30, limit: 10, perEndpoint: 4, busy: [])
+            owner: "n-1", now: done, lease: 30, limit: 10, perEndpoint: 4, inFlight: [:])
         #expect(Set(replayed.map(\.eventID)).count == 2)
         #expect(replayed.allSatisfy { $0.attempts == 0 })
 

@@ -90,6 +90,7 @@ import Testing
         #expect(policy.problem(with: "https://[::1]:8443/") != nil)
         #expect(policy.problem(with: "https://169.254.169.254/latest/meta-data") != nil)
         #expect(policy.problem(with: "https://localhost/") != nil)
+        #expect(policy.problem(with: "https://localhost./") != nil)
         let open = WebhookURLPolicy(allowsHTTP: true, allowsPrivateNetworks: true)
         #expect(open.problem(with: "http://127.0.0.1:8080/hook") == nil)
         #expect(open.problem(with: "http://localhost:8080/hook") == nil)

@@ -103,7 +103,7 @@ extension SQLStore {
     }
 
     public func claimWebhookDeliveries(
-        owner: String, now: Date, lease: TimeInterval, limit: Int, perEndpoint: Int, busy: Set<String>
+        owner: String, now: Date, lease: TimeInterval, limit: Int, perEndpoint: Int, inFlight: [String: Int]
     ) throws(StorageError) -> [WebhookDelivery] {
         guard limit > 0 else { return [] }
         let millis = now.storageMilliseconds
@@ -127,7 +127,7 @@ extension SQLStore {
                 WHERE state = 'sending' AND lease_until < ?
                 """
             ).run([.integer(millis)])
-            // More candidates than asked for: those of busy or capped endpoints are passed over. No row
+            // More candidates than asked for: those of endpoints at their cap are passed over. No row
             // locks: the conditional update below is what gives each delivery to one node.
             let candidates = try connection.cached(
                 """
@@ -142,8 +142,8 @@ extension SQLStore {
             }
             var perEndpointCount: [String: Int] = [:]
             var chosen: [Int64] = []
-            for candidate in candidates where !busy.contains(candidate.endpoint) && chosen.count < limit {
-                let count = perEndpointCount[candidate.endpoint, default: 0]
+            for candidate in candidates where chosen.count < limit {
+                let count = perEndpointCount[candidate.endpoint, default: inFlight[candidate.endpoint] ?? 0]
                 guard count < perEndpoint else { continue }
                 perEndpointCount[candidate.endpoint] = count + 1
                 chosen.append(candidate.id)

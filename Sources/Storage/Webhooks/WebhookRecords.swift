@@ -166,10 +166,10 @@ public protocol WebhookStore: Sendable {
     /// - Returns: how many were queued.
     func replayWebhooks(endpointID: String, _ replay: WebhookReplay, now: Date) throws(StorageError) -> Int
 
-    /// Leases up to `limit` due deliveries of enabled, unpaused endpoints, at most `perEndpoint` of
-    /// one endpoint, none of the endpoints in `busy` (their deliveries in flight here).
+    /// Leases up to `limit` due deliveries of enabled, unpaused endpoints, so that no endpoint has
+    /// more than `perEndpoint` in flight here, counting those already in flight (`inFlight`, by endpoint).
     func claimWebhookDeliveries(
-        owner: String, now: Date, lease: TimeInterval, limit: Int, perEndpoint: Int, busy: Set<String>
+        owner: String, now: Date, lease: TimeInterval, limit: Int, perEndpoint: Int, inFlight: [String: Int]
     ) throws(StorageError) -> [WebhookDelivery]
     /// Writes a round of attempts: the log, the deliveries' states and the endpoints' health.
     func completeWebhookDeliveries(_ completions: [WebhookCompletion], now: Date) throws(StorageError)
