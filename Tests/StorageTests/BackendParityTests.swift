@@ -29,6 +29,8 @@ struct BackendParityTests {
         var lines: [String] = []
         func note(_ label: String, _ value: Any) { lines.append("\(label): \(value)") }
         let t = StoreFixtures.t0
+        // Every change below that tells the merchant tells it through this endpoint's events.
+        try store.createWebhookEndpoint(WebhookStoreTests.endpoint("ep-parity"))
         let device = DeviceKey(merchantID: "m-1", customerID: "c-42", deviceID: "phone")
         try store.registerPushToStart(
             device, credentialID: "cred-1", pushToken: "start-token", environment: .production, bundleID: "b",
@@ -173,6 +175,12 @@ struct BackendParityTests {
             "erasure", try store.erasePersonalData(merchantID: "m-1", customerID: "c-42", now: t.addingTimeInterval(70))
         )
         note("erased", try store.order(id: "o-3") as Any)
+        // Ids are random and events of one millisecond have no order: compared as a sorted list of bodies.
+        note(
+            "webhook events",
+            try store.webhookEvents(merchantID: "m-1", limit: 100).map { String(decoding: $0.body, as: UTF8.self) }
+                .sorted())
+        note("webhook queue", try store.webhookQueueCounts(endpointID: "ep-parity"))
         note("removed device", try store.removePushToStart(device, now: t.addingTimeInterval(80)))
         note("prune", try store.prune(now: t.addingTimeInterval(90 * 86_400), policy: RetentionPolicy()))
         note("after prune", try store.order(id: "o-2") as Any)

@@ -205,3 +205,83 @@ struct WebhookStoreTests {
         #expect(try store.webhookQueueCounts(endpointID: nil).pending == 2)
     }
 }
+
+extension WebhookStoreTests {
+    /// What the pusher finds out tells the merchant too: a start nobody registered an activity for
+    /// (`activity.start_stalled`), a token APNs refused (`activity.ended` with `token_dead`), a push
+    /// given up on (`push.dead_lettered`).
+    @Test(arguments: StoreBackend.all)
+    func pushOutcomesTellTheMerchant(backend: StoreBackend) throws {
+        let place = Place()
+        let store = try backend.open(place.path)
+        try store.createWebhookEndpoint(Self.endpoint("ep-1"))
+        let device = DeviceKey(merchantID: "m-1", customerID: "c-42", deviceID: "phone")
+        try store.registerPushToStart(
+            device, credentialID: "cred-1", pushToken: "start-token", environment: .production, bundleID: "b",
+            now: t0)
+        let (order, event) = try StoreFixtures.newOrder()
+        _ = try store.createOrder(order, event: event, trackingTokenHash: nil, now: t0)
+        _ = try store.registerActivity(
+            orderID: order.id, activityID: "a-1", pushToken: "token-1", environment: .production, bundleID: "b",
+            shown: nil, now: t0)
+        // The second order's start goes out too, but no activity of it ever registers.
+        let (unanswered, created) = try StoreFixtures.newOrder(id: "o-2", number: "A-1002")
+        _ = try store.createOrder(unanswered, event: created, trackingTokenHash: nil, now: t0)
+        let claimed = try store.claimDue(owner: "w", now: t0.addingTimeInterval(1), lease: 30, limit: 10)
+        #expect(claimed.count == 3)
+        let sentAt = t0.addingTimeInterval(2)
+        let completions = claimed.map { item -> PushCompletion in
+            switch item.target {
+            case .start:
+                return PushCompletion(
+                    item: item, outcome: .sent,
+                    attempt: PushAttempt(
+                        orderID: item.orderID, targetID: "start:phone", event: "start", priority: 10, httpStatus: 200,
+                        reason: nil, apnsID: "apns-1", latencyMilliseconds: 5, attemptedAt: sentAt, requestID: nil,
+                        contentState: nil))
+            case .activity(let activityID):
+                return PushCompletion(
+                    item: item, outcome: .dead(reason: "BadDeviceToken"),
+                    attempt: PushAttempt(
+                        orderID: item.orderID, targetID: activityID, event: "update", priority: 10, httpStatus: 400,
+                        reason: "BadDeviceToken", apnsID: "apns-2", latencyMilliseconds: 5, attemptedAt: sentAt,
+                        requestID: nil, contentState: nil),
+                    removal: .activity(activityID: activityID, reason: "BadDeviceToken", onlyIfRegisteredBefore: nil))
+            }
+        }
+        _ = try store.completePushes(completions, now: sentAt)
+        let anHourLater = t0.addingTimeInterval(3600)
+        #expect(try store.markStalledStarts(sentBefore: anHourLater, now: anHourLater).count == 1)
+
+        let bodies = try Self.events(store)
+        let types = bodies.compactMap { $0["type"] as? String }
+        #expect(types.filter { $0 == "activity.start_stalled" }.count == 1)
+        #expect(types.filter { $0 == "push.dead_lettered" }.count == 1)
+        let stalled = try #require(bodies.first { $0["type"] as? String == "activity.start_stalled" })
+        #expect(Self.data(stalled)["deviceId"] as? String == "phone")
+        #expect(Self.data(stalled)["orderId"] as? String == "o-2")
+        #expect(Self.data(stalled)["startSentAt"] as? String != nil)
+        let ended = try #require(bodies.first { $0["type"] as? String == "activity.ended" })
+        #expect(Self.data(ended)["reason"] as? String == "token_dead")
+        #expect(Self.data(ended)["apnsReason"] as? String == "BadDeviceToken")
+        let dead = try #require(bodies.first { $0["type"] as? String == "push.dead_lettered" })
+        #expect(Self.data(dead)["kind"] as? String == "update")
+        #expect(Self.data(dead)["reason"] as? String == "BadDeviceToken")
+    }
+
+    /// The parity script's changes tell the merchant what they should (BackendParityTests holds both
+    /// backends to the same events, body for body).
+    @Test func theParityScriptEmitsItsEvents() throws {
+        let place = Place()
+        let store = try Database.open(StorageConfiguration(dataDirectory: place.path))
+        let transcript = try BackendParityTests.transcript(of: store)
+        let line = try #require(transcript.first { $0.hasPrefix("webhook events: ") })
+            .replacingOccurrences(of: #"\""#, with: #"""#)
+        for type in WebhookEventType.allCases where type != .activityStartStalled {
+            #expect(line.contains(#"{"type":"\#(type.rawValue)""#), "the script emits no \(type.rawValue)")
+        }
+        for reason in ["user_dismissed", "erased", "credential_revoked"] {
+            #expect(line.contains(#""reason":"\#(reason)""#), "no event with reason \(reason)")
+        }
+    }
+}
