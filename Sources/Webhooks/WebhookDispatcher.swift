@@ -95,8 +95,12 @@ public final class WebhookDispatcher: Sendable {
         thread.start()
     }
 
-    /// Stops claiming, lets the attempts in flight finish (up to `timeout`) and writes their outcome.
-    /// What is still leased is sent again once its lease runs out.
+    /// How long a stop waits for the attempts in flight: a receiver that hangs must not hold up a
+    /// restart for the whole attempt timeout.
+    public static let stopGrace: Double = 5
+
+    /// Stops claiming, lets the attempts in flight finish (for at most `stopGrace` seconds) and
+    /// writes their outcome. What is still leased then is sent again once its lease runs out.
     /// - Returns: whether it stopped within `timeout`.
     @discardableResult
     public func stop(timeout: Double) -> Bool {
@@ -114,7 +118,9 @@ public final class WebhookDispatcher: Sendable {
             let isStopping = stopping.load(ordering: .acquiring)
             if isStopping {
                 let deadline = stopDeadline.withLock { deadline in
-                    if deadline == nil { deadline = now.addingTimeInterval(configuration.timeoutSeconds + 1) }
+                    if deadline == nil {
+                        deadline = now.addingTimeInterval(min(configuration.timeoutSeconds, Self.stopGrace))
+                    }
                     return deadline!
                 }
                 if inFlight.isEmpty || now > deadline { return }

@@ -390,7 +390,7 @@ for source in stopSignals {
             logger.info("http.stopped")
             // The newest state of every ride, so that a restart goes on from where the riders were.
             service.storeDueRides(all: true)
-            if !webhooks.stop(timeout: Double(configuration.webhookTimeoutSeconds) + 2) {
+            if !webhooks.stop(timeout: WebhookDispatcher.stopGrace + 2) {
                 logger.warning("webhook.stop_timeout", ["note": "leased deliveries are sent again after the lease"])
             }
             for task in pusherHandle.tasks.withLock({ $0 }) { task.cancel() }
