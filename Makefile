@@ -10,7 +10,7 @@ export PATH := $(if $(wildcard /opt/swift/usr/bin),/opt/swift/usr/bin:,)$(PATH)
 APT_PACKAGES := libsqlite3-dev libcurl4-openssl-dev libssl-dev libpq-dev pkg-config ca-certificates openssl
 SWIFT_FORMAT_PATHS := Sources Tests bench Package.swift
 
-.PHONY: help deps test-deps venv build run test lint format clean bench bench-http bench-projection bench-storage bench-push-latency bench-pusher bench-e2e bench-rides bench-stats soak
+.PHONY: help deps test-deps venv build run test lint format clean bench bench-http bench-projection bench-storage bench-push-latency bench-pusher bench-e2e bench-rides bench-stats bench-webhooks soak
 
 help:
 	@echo "make run    build (release) and run deliveryd on 127.0.0.1:8080 with data in ./var"
@@ -80,7 +80,7 @@ test: test-deps venv lint
 	DELIVERYD_TEST_DATABASE=postgresql MALLOC_ARENA_MAX=1 timeout 600 \
 		swift test --skip-build --filter DeliveryAPITests --skip AuthorizationMatrixTests
 
-bench: bench-http bench-projection bench-storage bench-push-latency bench-pusher bench-e2e bench-rides bench-stats
+bench: bench-http bench-projection bench-storage bench-push-latency bench-pusher bench-e2e bench-rides bench-stats bench-webhooks
 
 ## deliveryd against nginx with wrk, and 10,000 idle keep-alive connections.
 bench-http: deps
@@ -115,6 +115,10 @@ bench-rides: deps venv
 ## The dashboard's stats answer with a full history, while the end-to-end workload runs.
 bench-stats: deps venv
 	bash bench/stats.sh
+
+## Status changes with and without a webhook endpoint per merchant, alternated.
+bench-webhooks: deps venv
+	bash bench/webhooks.sh
 
 ## The fault tests at full length: 200 random kill -9 under load, a 60 s APNs outage.
 soak: test-deps venv

@@ -5,13 +5,18 @@ usage: e2e.py DELIVERYD_BINARY   (from the repository root, with the bench virtu
 Environment: ORDERS (live orders per run, default 30000), DURATION (seconds of load, default 15),
 CONNECTIONS (status posters, default 64), POLLERS (customers polling, default 32),
 SCALE_ORDERS (orders already in the database for the scale run, default 1000000), RUNS (comma list
-of: deliveryd, postgres, peer, scale, connections, slow-apns; default all), RESULTS (JSON path),
+of: deliveryd, postgres, peer, scale, connections, slow-apns, webhooks; default all but webhooks),
+ROUNDS (webhooks: alternations, default 3), RESULTS (JSON path),
 DELIVERYD_ARGS (more flags for deliveryd), STATS_POLL (with 1: the dashboard's poll, GET
 /v1/admin/stats?history=all every 200 ms during the load, once the history holds STATS_SAMPLES
 samples, default 1800: a full hour and day; reports stats_p99_ms, stats_bytes, history_samples).
 Prints a table and ends with one line:
     changes_per_s=N peer_changes_per_s=N ratio=R p99_ms=X peer_p99_ms=Y postgres_changes_per_s=N
     postgres_ratio=R postgres_peer_ratio=R postgres_p99_ms=X scale_ratio=S conn_rss_mb=M slow_apns_p99_ratio=Q
+The webhooks run alternates deliveryd without and with a webhook endpoint for the merchant,
+subscribed to every event, posting to nginx on loopback (answering 204), ROUNDS times each, with
+deliveryd's defaults (access log on); it reports the medians and
+    webhooks_off_changes_per_s=N webhooks_on_changes_per_s=N webhooks_ratio=R webhooks_delivered=N
 The postgres run is deliveryd on a PostgreSQL server of its own (Debian's, `make test` installs it;
 initdb into a temporary directory, run as the postgres user, its defaults: fsync and synchronous_commit on).
 """
@@ -38,6 +43,7 @@ CONNECTIONS = int(os.environ.get("CONNECTIONS", "64"))
 POLLERS = int(os.environ.get("POLLERS", "32"))
 SCALE_ORDERS = int(os.environ.get("SCALE_ORDERS", "1000000"))
 RUNS = os.environ.get("RUNS", "deliveryd,postgres,peer,scale,connections,slow-apns").split(",")
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
 POSTGRES_BIN = "/usr/lib/postgresql/15/bin"
 ADMIN = "bench-admin-key-0123456789"
 PEER_MERCHANT = "peer-merchant-key-0123456789"
@@ -164,6 +170,37 @@ class Simulator:
         return f"https://127.0.0.1:{self.port}"
 
 
+class WebhookSink:
+    """nginx answering every webhook POST with 204, as a merchant's fast receiver would."""
+
+    def __init__(self, work):
+        self.port = free_port()
+        directory = os.path.join(work, f"nginx-{self.port}")
+        os.makedirs(directory, exist_ok=True)
+        with open(os.path.join(directory, "nginx.conf"), "w") as file:
+            file.write(f"""daemon off;
+worker_processes 1;
+pid {directory}/nginx.pid;
+error_log {directory}/error.log;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    client_body_temp_path {directory};
+    server {{
+        listen 127.0.0.1:{self.port};
+        location / {{ return 204; }}
+    }}
+}}
+""")
+        self.process = subprocess.Popen(["nginx", "-c", os.path.join(directory, "nginx.conf")],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(self.port)
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}/deliveryd-events"
+
+
 class Deliveryd:
     name = "deliveryd"
 
@@ -173,12 +210,16 @@ class Deliveryd:
         self.work = work
         self.process = None
         self.extra = []
+        self.access_log = ["--access-log", "off"]
+        # With a URL, the merchant gets a webhook endpoint there, subscribed to every event.
+        self.webhook_url = None
 
     def start(self):
         self.port = free_port()
         self.process = subprocess.Popen([
             self.binary, "--listen", f"127.0.0.1:{self.port}", "--data-dir", self.data, "--admin-key", ADMIN,
-            "--access-log", "off", "--apns-key-file", f"{self.work}/signing.pem", "--apns-key-id", "ABC123DEFG",
+        ] + self.access_log + [
+            "--apns-key-file", f"{self.work}/signing.pem", "--apns-key-id", "ABC123DEFG",
             "--apns-team-id", "DEF123GHIJ", "--apns-topic", "com.example.app",
             "--apns-development-url", self.apns_url, "--apns-production-url", self.apns_url,
             "--apns-ca-file", f"{self.work}/ca.pem",
@@ -205,7 +246,15 @@ class Deliveryd:
         return sqlite3.connect(f"file:{self.database}?mode=ro", uri=True)
 
     def backlog(self, connection):
-        return connection.execute("SELECT count(*) FROM outbox WHERE state IN ('pending', 'sending')").fetchone()[0]
+        pushes = connection.execute("SELECT count(*) FROM outbox WHERE state IN ('pending', 'sending')").fetchone()[0]
+        if not self.webhook_url:
+            return pushes
+        webhooks = connection.execute(
+            "SELECT count(*) FROM webhook_deliveries WHERE state IN ('pending', 'sending')").fetchone()[0]
+        return pushes + webhooks
+
+    def webhooks_delivered(self, connection):
+        return connection.execute("SELECT count(*) FROM webhook_deliveries WHERE state = 'delivered'").fetchone()[0]
 
     def commit_to_request_ms(self, connection, since_ms):
         # attempted_at is when the push's request went out; its change committed just after the
@@ -425,6 +474,8 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
     server.start()
     try:
         merchant, rider = server.merchant_key(), server.rider_key()
+        if getattr(server, "webhook_url", None):
+            server.client.call("POST", "/v1/webhooks", merchant, {"url": server.webhook_url})
         setup_started = time.time()
         orders = create_orders(server.client, merchant, ORDERS, f"B{uuid.uuid4().hex[:6]}")
         setup_seconds = time.time() - setup_started
@@ -477,6 +528,7 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
         with server.reader() as connection:
             cpu = cpu_seconds(server.process.pid) - cpu_before
             delays = server.commit_to_request_ms(connection, since_ms)
+            webhooks = server.webhooks_delivered(connection) if getattr(server, "webhook_url", None) else None
         shutil.rmtree(work, ignore_errors=True)
     finally:
         server.stop()
@@ -496,6 +548,8 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
     }
     if stats:
         result.update(stats)
+    if webhooks is not None:
+        result["webhooks_delivered"] = webhooks
     if status["status_errors"]:
         result["note"] = "some changes were refused (409 after the last status): raise ORDERS"
     return result
@@ -555,6 +609,25 @@ def main():
         if "connections" in RUNS:
             results["connections"] = measure(
                 Deliveryd(binary, work, sink.url), connections=100, pollers=0, idle=10_000 - 100)
+        if "webhooks" in RUNS:
+            receiver = WebhookSink(work)
+            try:
+                for round_ in range(ROUNDS):
+                    # Alternated, and each round in the other order, so both sides see the same machine.
+                    for with_webhooks in ((False, True) if round_ % 2 == 0 else (True, False)):
+                        server = Deliveryd(binary, work, sink.url)
+                        server.access_log = []
+                        server.extra = ["--webhook-urls", "local"]
+                        if with_webhooks:
+                            server.webhook_url = receiver.url
+                        name = f"webhooks_{'on' if with_webhooks else 'off'}_{round_ + 1}"
+                        results[name] = measure(server)
+                        print(f"{name}: changes_per_s={results[name]['changes_per_s']} "
+                              f"cpu_s_per_1000_changes={results[name]['cpu_s_per_1000_changes']} "
+                              f"webhooks_delivered={results[name].get('webhooks_delivered')}", flush=True)
+            finally:
+                receiver.process.kill()
+                receiver.process.wait()
         if "slow-apns" in RUNS:
             for delay in (0, 500):
                 simulator = Simulator(work, delay)
@@ -604,6 +677,18 @@ def report(results):
         "conn_rss_mb": get("connections", "rss_mb"),
         "slow_apns_p99_ratio": f"{slow / fast:.2f}" if slow and fast else None,
     }
+    def median(side, key):
+        values = sorted(result[key] for name, result in results.items()
+                        if name.startswith(f"webhooks_{side}_") and result.get(key) is not None)
+        return values[len(values) // 2] if values else None
+
+    off, on = median("off", "changes_per_s"), median("on", "changes_per_s")
+    if off and on:
+        fields.update({
+            "webhooks_off_changes_per_s": off, "webhooks_on_changes_per_s": on, "webhooks_ratio": f"{on / off:.3f}",
+            "webhooks_cpu_ratio": f"{median('on', 'cpu_s_per_1000_changes') / median('off', 'cpu_s_per_1000_changes'):.3f}",
+            "webhooks_delivered": median("on", "webhooks_delivered"),
+        })
     print(" ".join(f"{key}={value}" for key, value in fields.items() if value is not None))
 
 

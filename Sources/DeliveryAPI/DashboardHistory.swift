@@ -10,7 +10,7 @@ public enum DashboardHistory {
     /// The names read as they are; every other name is a cumulative count.
     public static let gauges: Set<String> = [
         "orders.open", "outbox.depth", "outbox.oldestDueAgeSeconds", "deadLetters", "http.openConnections",
-        "process.residentBytes",
+        "process.residentBytes", "webhooks.pending",
     ]
 
     /// A history sampled every `step` seconds: an hour of samples and a day of every sixth at the
@@ -54,6 +54,10 @@ public enum DashboardHistory {
             ("http.requests", sum("deliveryd_http_requests_total")),
             ("http.openConnections", sum("deliveryd_http_open_connections")),
             ("process.residentBytes", sum("deliveryd_process_resident_memory_bytes")),
+            ("webhooks.delivered", sum("deliveryd_webhook_attempts_total") { $0["result"] == "delivered" }),
+            ("webhooks.retried", sum("deliveryd_webhook_attempts_total") { $0["result"] == "retry" }),
+            ("webhooks.failed", sum("deliveryd_webhook_attempts_total") { $0["result"] == "failed" }),
+            ("webhooks.pending", sum("deliveryd_webhook_deliveries")),
         ]
         if let failures = family("deliveryd_push_failures_total"),
             let reason = failures.labelNames.firstIndex(of: "reason")

@@ -15,7 +15,8 @@ extension DeliveryService {
 
     /// `GET /v1/admin/stats`: the figures of `/metrics` as JSON, with a summary the dashboard reads
     /// directly, the last 50 push failures, the orders waiting longest in each open status, how
-    /// pushes leave the process, a per-merchant breakdown, and with `history=all` (or
+    /// pushes leave the process, a per-merchant breakdown, the webhook endpoints that fail or were
+    /// disabled, and with `history=all` (or
     /// `historySince=UNIX_MS`: only newer samples) the sampled history of `DashboardHistory`.
     func showStats(_ call: Call) throws -> HTTPResponse {
         guard case .staff(.admin, _) = call.caller else { throw APIError.forbidden("this needs an admin key") }
@@ -79,6 +80,13 @@ extension DeliveryService {
                 "oldestDueAgeSeconds": .number(total("deliveryd_outbox_oldest_due_age_seconds")),
                 "deadLetters": .number(total("deliveryd_dead_letters")),
             ]),
+            "webhooks": .object([
+                "attempts": byLabel("deliveryd_webhook_attempts_total", "result"),
+                "queue": byLabel("deliveryd_webhook_deliveries", "state"),
+                "oldestPendingAgeSeconds": .number(total("deliveryd_webhook_oldest_pending_age_seconds")),
+                "endpoints": byLabel("deliveryd_webhook_endpoints", "health"),
+                "endpointsDisabled": .number(total("deliveryd_webhook_endpoints_disabled_total")),
+            ]),
             "pushLatency": latency("deliveryd_push_latency_seconds"),
             "apnsLatency": latency("deliveryd_apns_request_duration_seconds"),
             "http": .object([
@@ -120,9 +128,32 @@ extension DeliveryService {
             ]),
             "sending": Self.sendingJSON(sendingStatus(call.now)),
             "merchants": .array(try merchantBreakdown(family("deliveryd_merchant_pushes_total"))),
+            "webhookEndpoints": .array(try unhealthyWebhookEndpoints()),
         ]
         if let history { members["history"] = .fragment(history) }
         return json(200, .object(members))
+    }
+
+    /// The webhook endpoints that need a look, at most 50: disabled ones first, then those failing
+    /// longest. Healthy endpoints are only counted (`summary.webhooks.endpoints`).
+    private func unhealthyWebhookEndpoints() throws -> [JSONValue] {
+        let unhealthy = try store.webhookEndpoints(merchantID: nil).filter { !$0.enabled || $0.failingSince != nil }
+        let ordered = unhealthy.sorted {
+            ($0.enabled ? 1 : 0, $0.failingSince ?? .distantFuture, $0.id) < (
+                $1.enabled ? 1 : 0, $1.failingSince ?? .distantFuture, $1.id
+            )
+        }
+        return try ordered.prefix(50).map { endpoint in
+            let counts = try store.webhookQueueCounts(endpointID: endpoint.id)
+            return .object([
+                "id": .string(endpoint.id), "merchantId": .string(endpoint.merchantID),
+                "host": .string(URL(string: endpoint.url)?.host() ?? endpoint.url),
+                "health": .string(endpoint.enabled ? "failing" : "disabled"),
+                "failingSince": .time(endpoint.failingSince), "disabledReason": .optional(endpoint.disabledReason),
+                "lastDeliveredAt": .time(endpoint.lastDeliveredAt),
+                "pending": .number(Double(counts.pending + counts.sending)),
+            ])
+        }
     }
 
     /// The most merchants the breakdown lists: those with the most open orders, then the most pushes.

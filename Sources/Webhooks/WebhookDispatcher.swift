@@ -29,11 +29,11 @@ public struct WebhookDispatcherConfiguration: Sendable {
     public var caFile: String?
 
     /// Defaults: https only and no private networks, 10 s per attempt, `WebhookRetrySchedule.standard`,
-    /// 64 in flight, 4 per endpoint, a read every 0.5 s, disabled after 5 days of failures, pauses of
+    /// 128 in flight, 16 per endpoint, a read every 0.5 s, disabled after 5 days of failures, pauses of
     /// at most an hour.
     public init(
         policy: WebhookURLPolicy = WebhookURLPolicy(), timeoutSeconds: Double = 10,
-        retrySchedule: WebhookRetrySchedule = .standard, maximumInFlight: Int = 64, perEndpoint: Int = 4,
+        retrySchedule: WebhookRetrySchedule = .standard, maximumInFlight: Int = 128, perEndpoint: Int = 16,
         pollInterval: Double = 0.5, disableAfter: TimeInterval = 5 * 86_400, maximumPause: TimeInterval = 3_600,
         caFile: String? = nil
     ) {
@@ -110,61 +110,93 @@ public final class WebhookDispatcher: Sendable {
 
     private func run(_ transport: WebhookTransport) {
         var inFlight: [Int64: WebhookDelivery] = [:]
+        // Outcomes not written yet: a round writes them together, in one transaction.
+        var answered: [WebhookCompletion] = []
         var nextClaim = Date.distantPast
-        let lease = configuration.timeoutSeconds + 30
-        let stopDeadline = Mutex<Date?>(nil)
+        var lastRound = Date.distantPast
+        var stopDeadline: Date?
+        // Longer than any attempt (its timeout) and the round that writes its outcome.
+        let lease = configuration.timeoutSeconds + 10
         while true {
             let now = clock()
             let isStopping = stopping.load(ordering: .acquiring)
-            if isStopping {
-                let deadline = stopDeadline.withLock { deadline in
-                    if deadline == nil {
-                        deadline = now.addingTimeInterval(min(configuration.timeoutSeconds, Self.stopGrace))
-                    }
-                    return deadline!
-                }
-                if inFlight.isEmpty || now > deadline { return }
-            } else if inFlight.count < configuration.maximumInFlight, now >= nextClaim {
-                let room = configuration.maximumInFlight - inFlight.count
-                do {
-                    let perEndpoint = Dictionary(inFlight.values.map { ($0.endpointID, 1) }, uniquingKeysWith: +)
-                    let claimed = try store.claimWebhookDeliveries(
-                        owner: owner, now: now, lease: lease, limit: room,
-                        perEndpoint: configuration.perEndpoint, inFlight: perEndpoint)
-                    var unsent: [WebhookCompletion] = []
-                    for delivery in claimed {
-                        if let refusal = send(delivery, now: now, on: transport) {
-                            unsent.append(complete(delivery, refusal, at: now))
-                        } else {
-                            inFlight[delivery.id] = delivery
-                        }
-                    }
-                    if !unsent.isEmpty {
-                        try store.completeWebhookDeliveries(unsent, now: now)
-                        report(unsent)
-                    }
-                    nextClaim = claimed.count == room ? now : now.addingTimeInterval(configuration.pollInterval)
-                } catch {
-                    logger.error("webhook.claim_failed", ["error": .string("\(error)")])
-                    nextClaim = now.addingTimeInterval(configuration.pollInterval)
+            if isStopping, stopDeadline == nil {
+                stopDeadline = now.addingTimeInterval(min(configuration.timeoutSeconds, Self.stopGrace))
+            }
+            let finished = isStopping && (inFlight.isEmpty || now > stopDeadline ?? now)
+            // A round when there is something to write or room to claim into, at most one per
+            // `roundInterval` while busy: under load each commit carries many deliveries' outcomes
+            // and claims, instead of costing one (with its disk sync) per attempt.
+            let wantsClaim = !isStopping && now >= nextClaim && inFlight.count < configuration.maximumInFlight
+            // Nothing left in flight: no reason to wait for more answers.
+            let roundDue =
+                finished || (inFlight.isEmpty && !answered.isEmpty)
+                || ((!answered.isEmpty || wantsClaim) && now.timeIntervalSince(lastRound) >= Self.roundInterval)
+            if roundDue {
+                lastRound = now
+                write(&answered, now: now)
+                if wantsClaim {
+                    nextClaim = claim(into: &inFlight, now: now, lease: lease, on: transport)
                 }
             }
-            let wait = isStopping || !inFlight.isEmpty ? 50 : Int(configuration.pollInterval * 1000)
+            if finished { return }
+            let wait =
+                inFlight.isEmpty && answered.isEmpty
+                ? max(1, Int(min(configuration.pollInterval, nextClaim.timeIntervalSince(now)) * 1000))
+                : Int(Self.roundInterval * 1000)
             let answers = transport.poll(waitMilliseconds: wait)
             guard !answers.isEmpty else { continue }
             let answeredAt = clock()
-            let completions = answers.compactMap { tag, answer in
-                inFlight.removeValue(forKey: tag).map { complete($0, answer, at: answeredAt) }
+            for (tag, answer) in answers {
+                if let delivery = inFlight.removeValue(forKey: tag) {
+                    answered.append(complete(delivery, answer, at: answeredAt))
+                }
             }
-            do {
-                try store.completeWebhookDeliveries(completions, now: answeredAt)
-                // Answers free room: more may be due at once.
-                nextClaim = answeredAt
-            } catch {
-                // Their leases run out and they are sent again: a receiver may see one twice, never none.
-                logger.error("webhook.complete_failed", ["error": .string("\(error)")])
+            // Answers free room: more may be due at once.
+            nextClaim = min(nextClaim, answeredAt)
+        }
+    }
+
+    /// The least time between two rounds of writes while deliveries are in flight.
+    static let roundInterval: TimeInterval = 0.02
+
+    /// Writes the outcomes gathered since the last round.
+    private func write(_ answered: inout [WebhookCompletion], now: Date) {
+        guard !answered.isEmpty else { return }
+        do {
+            try store.completeWebhookDeliveries(answered, now: now)
+        } catch {
+            // Their leases run out and they are sent again: a receiver may see one twice, never none.
+            logger.error("webhook.complete_failed", ["error": .string("\(error)")])
+        }
+        report(answered)
+        answered.removeAll(keepingCapacity: true)
+    }
+
+    /// Claims due deliveries into the room left and starts them.
+    /// - Returns: when to claim next: after a round if the claim filled the room, else after a poll interval.
+    private func claim(
+        into inFlight: inout [Int64: WebhookDelivery], now: Date, lease: TimeInterval, on transport: WebhookTransport
+    ) -> Date {
+        let room = configuration.maximumInFlight - inFlight.count
+        do {
+            let perEndpoint = Dictionary(inFlight.values.map { ($0.endpointID, 1) }, uniquingKeysWith: +)
+            let claimed = try store.claimWebhookDeliveries(
+                owner: owner, now: now, lease: lease, limit: room, perEndpoint: configuration.perEndpoint,
+                inFlight: perEndpoint)
+            var unsent: [WebhookCompletion] = []
+            for delivery in claimed {
+                if let refusal = send(delivery, now: now, on: transport) {
+                    unsent.append(complete(delivery, refusal, at: now))
+                } else {
+                    inFlight[delivery.id] = delivery
+                }
             }
-            report(completions)
+            write(&unsent, now: now)
+            return claimed.isEmpty ? now.addingTimeInterval(configuration.pollInterval) : now
+        } catch {
+            logger.error("webhook.claim_failed", ["error": .string("\(error)")])
+            return now.addingTimeInterval(configuration.pollInterval)
         }
     }
 
@@ -281,7 +313,13 @@ struct WebhookMetrics: Sendable {
             "deliveryd_webhook_endpoints_disabled_total",
             help: "Endpoints deliveryd disabled (410 Gone, or failing for days).")
         let deliveries = registry.gauge(
-            "deliveryd_webhook_deliveries", help: "Webhook deliveries in the outbox, by state.", labels: ["state"])
+            "deliveryd_webhook_deliveries",
+            help:
+                "Webhook deliveries waiting (pending) or being sent (sending); delivered and failed ones are counted by deliveryd_webhook_attempts_total.",
+            labels: ["state"])
+        let oldestPending = registry.gauge(
+            "deliveryd_webhook_oldest_pending_age_seconds",
+            help: "How long the oldest due webhook delivery has waited (0 when none).")
         let endpoints = registry.gauge(
             "deliveryd_webhook_endpoints",
             help: "Webhook endpoints by health: delivering, failing (no delivery since a failure), disabled.",
@@ -290,10 +328,8 @@ struct WebhookMetrics: Sendable {
             guard registry != nil, let counts = try? store.webhookQueueCounts(endpointID: nil),
                 let all = try? store.webhookEndpoints(merchantID: nil)
             else { return }
-            deliveries.replaceAll([
-                (["pending"], Double(counts.pending)), (["sending"], Double(counts.sending)),
-                (["delivered"], Double(counts.delivered)), (["failed"], Double(counts.failed)),
-            ])
+            deliveries.replaceAll([(["pending"], Double(counts.pending)), (["sending"], Double(counts.sending))])
+            oldestPending.set(counts.oldestPendingDue.map { max(0, Date().timeIntervalSince($0)) } ?? 0)
             endpoints.replaceAll([
                 (["delivering"], Double(all.filter { $0.enabled && $0.failingSince == nil }.count)),
                 (["failing"], Double(all.filter { $0.enabled && $0.failingSince != nil }.count)),

@@ -34,9 +34,10 @@ final class WebhookTransport {
         self.policy = policy
         self.timeoutMilliseconds = timeoutMilliseconds
         self.caFile = caFile
-        // A few connections per receiver, kept between deliveries.
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 4)
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 64)
+        // As many connections per receiver as attempts may be in flight to one endpoint (the
+        // dispatcher's cap), kept between deliveries.
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 16)
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 128)
     }
 
     deinit {

@@ -21,10 +21,17 @@ struct AdminDashboardTests {
             Self.failingToken: ["status": 400, "reason": "BadDeviceToken"],
             Self.refusedToken: ["status": 403, "reason": "InvalidProviderToken"],
         ])
+        // Two merchants' webhook receivers: one gone (410: deliveryd disables it), one failing (500).
+        let gone = try WebhookReceiver()
+        defer { gone.stop() }
+        try gone.control(["status": 410])
+        let failing = try WebhookReceiver()
+        defer { failing.stop() }
+        try failing.control(["status": 500])
         let server = try DeliverydProcess(
             extraArguments: [
                 "--admin-key", Self.adminKey, "--access-log", "off", "--history-interval", "0.5",
-                "--node-name", "dashboard-node",
+                "--node-name", "dashboard-node", "--webhook-urls", "local",
             ] + simulator.deliverydArguments)
         defer { _ = server.stop() }
         try LoopbackHTTP.waitUntilHealthy(port: server.port)
@@ -39,12 +46,35 @@ struct AdminDashboardTests {
         #expect(policy.contains("frame-ancestors 'none'") && policy.contains("script-src 'sha256-"))
         #expect(!policy.contains("unsafe-inline"), "\(policy)")
 
+        for (merchant, receiver) in [("m-gone", gone), ("m-failing", failing)] {
+            let key =
+                try LoopbackHTTP.send(
+                    port: server.port, "POST", "/v1/admin/keys", bearer: Self.adminKey,
+                    json: ["role": "merchant", "merchantId": merchant]
+                ).json["key"] as? String ?? ""
+            let endpoint = try LoopbackHTTP.send(
+                port: server.port, "POST", "/v1/webhooks", bearer: key, json: ["url": receiver.url])
+            try #require(endpoint.status == 201, "\(endpoint.text)")
+            try Self.order(port: server.port, merchant: key, number: "W-\(merchant)")
+        }
         try workload(port: server.port, simulator: simulator)
+        // Both receivers answered: one endpoint is disabled, the other failing.
+        #expect(gone.wait { !$0.isEmpty } && failing.wait { !$0.isEmpty })
+        let deadline = Date().addingTimeInterval(30)
+        var health: [String] = []
+        while Date() < deadline {
+            let listed = try LoopbackHTTP.send(port: server.port, "GET", "/v1/webhooks", bearer: Self.adminKey)
+            health = ((listed.json["webhooks"] as? [[String: Any]]) ?? []).compactMap { $0["health"] as? String }
+                .sorted()
+            if health == ["disabled", "failing"] { break }
+            usleep(50_000)
+        }
+        #expect(health == ["disabled", "failing"])
         let report = try runCheck(
             port: server.port,
             [
                 "--expect-paused", "development", "--search", "D-2", "--node", "dashboard-node", "--name",
-                "admin-dashboard",
+                "admin-dashboard", "--expect-webhooks-disabled", "1",
             ])
         #expect(report.contains("\"problems\": []"), "\(report)")
         #expect(
@@ -98,6 +128,19 @@ struct AdminDashboardTests {
 
     /// Orders in several statuses and one push failure (the second order's token is refused), so the
     /// page has something to show.
+    /// An order of `merchant` without activities: one `order.status_changed` event for its endpoint.
+    static func order(port: UInt16, merchant: String, number: String) throws {
+        let created = try LoopbackHTTP.send(
+            port: port, "POST", "/v1/orders", bearer: merchant,
+            json: [
+                "number": number, "merchantName": "Pizza Roma", "items": [["name": "Tea", "quantity": 1, "price": 2]],
+                "customer": ["id": "c-w", "name": "Ana", "phone": "+49 30 1234567", "locale": "en"],
+                "address": "Somewhere 1", "payment": ["method": "cash"],
+                "estimatedArrival": Date().addingTimeInterval(1800).formatted(.iso8601),
+            ])
+        try #require(created.status == 201, "\(created.text)")
+    }
+
     private func workload(port: UInt16, simulator: APNsSimulator) throws {
         let merchant =
             try LoopbackHTTP.send(

@@ -154,7 +154,10 @@ struct WebhookEndToEndTests {
         defer { receiver.stop() }
         let data = NSTemporaryDirectory() + "webhook-kill-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: data) }
-        let schedule = ["--webhook-retry-schedule", Array(repeating: "0.5", count: 40).joined(separator: ",")]
+        // Short attempts: what the killed process was sending is leased for the attempt timeout and 10 s.
+        let schedule = [
+            "--webhook-retry-schedule", Array(repeating: "0.5", count: 40).joined(separator: ","), "--webhook-timeout", "2",
+        ]
         try receiver.control(["status": 503])
         let first = try Setup(simulator: simulator, receiver: receiver, extraArguments: schedule, dataDirectory: data)
         let orders = try (1...20).map { try first.order("K-\($0)").id }

@@ -57,6 +57,8 @@ def main():
     parser.add_argument("--expect-log-sender", action="store_true")
     parser.add_argument("--search")
     parser.add_argument("--node")
+    parser.add_argument("--expect-webhooks-disabled", type=int, default=0,
+                        help="webhook endpoints deliveryd disabled: the banner and the table must say so")
     arguments = parser.parse_args()
     os.makedirs(arguments.screenshots, exist_ok=True)
     started_ms = int(time.time() * 1000)
@@ -152,6 +154,19 @@ def main():
         compared["stuckOrders"] = (len(data_rows("stuckTable")), len(expected["stuckOrders"]))
         compared["merchants"] = (len(data_rows("merchantsTable")), len(expected["merchants"]))
         compared["deadLetterRows"] = (len(data_rows("deadLettersTable")), min(20, summary["outbox"]["deadLetters"]))
+        webhooks = summary.get("webhooks", {})
+        queue = webhooks.get("queue", {})
+        compared["webhooksPending"] = (number(shown("webhooksPending")), queue.get("pending", 0) + queue.get("sending", 0))
+        endpoint_rows = data_rows("webhookEndpointsTable")
+        compared["webhookEndpoints"] = (
+            sorted((cells[0], cells[2].split()[0]) for cells in endpoint_rows),
+            sorted((e["merchantId"], e["health"]) for e in expected.get("webhookEndpoints", [])))
+        if arguments.expect_webhooks_disabled:
+            disabled = [cells for cells in endpoint_rows if cells[2].startswith("disabled")]
+            if len(disabled) != arguments.expect_webhooks_disabled:
+                problems.append(f"the webhook endpoints table shows {len(disabled)} disabled: {endpoint_rows}")
+            if not driver.find_elements(By.CSS_SELECTOR, "#banners [data-kind='webhooks-disabled']"):
+                problems.append("no banner says a webhook endpoint was disabled")
         reasons_shown = {cells[0] for cells in data_rows("reasonsTable")}
         compared["failureReasons"] = (sorted(reasons_shown), sorted(summary["failuresByReason"]))
 

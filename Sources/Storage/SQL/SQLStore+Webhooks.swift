@@ -181,6 +181,9 @@ extension SQLStore {
         guard !completions.isEmpty else { return }
         try writeSQL { connection in
             let millis = now.storageMilliseconds
+            // Per endpoint: the first failure after its last delivered attempt of this round, if any.
+            var health: [String: Int64] = [:]
+            var delivered: Set<String> = []
             for completion in completions {
                 let delivery = completion.delivery
                 try connection.cached(
@@ -212,14 +215,12 @@ extension SQLStore {
                     .text(state), .integer(due), completion.error.map(DatabaseValue.text) ?? .null, .integer(millis),
                     .integer(delivery.id),
                 ])
+                // An endpoint's health is written once per round, from its last attempt in it.
                 if case .delivered = completion.outcome {
-                    try connection.cached(
-                        "UPDATE webhook_endpoints SET failing_since = NULL, last_delivered_at = ? WHERE id = ?"
-                    ).run([.integer(millis), .text(delivery.endpointID)])
-                } else {
-                    try connection.cached(
-                        "UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, ?) WHERE id = ?"
-                    ).run([.integer(completion.attemptedAt.storageMilliseconds), .text(delivery.endpointID)])
+                    health[delivery.endpointID] = nil
+                    delivered.insert(delivery.endpointID)
+                } else if health[delivery.endpointID] == nil {
+                    health[delivery.endpointID] = completion.attemptedAt.storageMilliseconds
                 }
                 switch completion.endpointChange {
                 case .none: break
@@ -232,6 +233,16 @@ extension SQLStore {
                         "UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ?, updated_at = ? WHERE id = ?"
                     ).run([.text(reason), .integer(millis), .text(delivery.endpointID)])
                 }
+            }
+            for endpointID in delivered.sorted() {
+                try connection.cached(
+                    "UPDATE webhook_endpoints SET failing_since = ?, last_delivered_at = ? WHERE id = ?"
+                ).run([health[endpointID].map(DatabaseValue.integer) ?? .null, .integer(millis), .text(endpointID)])
+            }
+            for (endpointID, failedAt) in health.sorted(by: { $0.key < $1.key }) where !delivered.contains(endpointID) {
+                try connection.cached(
+                    "UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, ?) WHERE id = ?"
+                ).run([.integer(failedAt), .text(endpointID)])
             }
         }
     }
@@ -267,9 +278,20 @@ extension SQLStore {
                         """
                     ).rows([.text(endpointID)], StoreSQL.decodeStateCount)
                 } else {
+                    // Only what is open, each read from its partial index: the delivered and failed
+                    // rows of every endpoint are 30 days of history, too many to count on every scrape.
                     try connection.cached(
-                        "SELECT state, count(*) AS n, min(due_at) AS oldest FROM webhook_deliveries GROUP BY state"
+                        """
+                        SELECT 'pending' AS state, count(*) AS n, min(due_at) AS oldest FROM webhook_deliveries
+                        WHERE state = 'pending'
+                        """
                     ).rows(StoreSQL.decodeStateCount)
+                        + connection.cached(
+                            """
+                            SELECT 'sending' AS state, count(*) AS n, NULL AS oldest FROM webhook_deliveries
+                            WHERE state = 'sending'
+                            """
+                        ).rows(StoreSQL.decodeStateCount)
                 }
             for (state, count, oldest) in rows {
                 switch state {

@@ -175,7 +175,8 @@ public protocol WebhookStore: Sendable {
     func completeWebhookDeliveries(_ completions: [WebhookCompletion], now: Date) throws(StorageError)
     /// The delivery log of an endpoint, newest first.
     func webhookAttempts(endpointID: String, limit: Int) throws(StorageError) -> [WebhookAttempt]
-    /// An endpoint's deliveries by state (every endpoint's when `nil`).
+    /// An endpoint's deliveries by state; with `nil`, every endpoint's open ones (pending and
+    /// sending: counting the history of every endpoint would read all of it).
     func webhookQueueCounts(endpointID: String?) throws(StorageError) -> WebhookQueueCounts
     /// The stored events of a merchant, newest first.
     func webhookEvents(merchantID: String, limit: Int) throws(StorageError) -> [WebhookEventRecord]
