@@ -156,7 +156,8 @@ struct WebhookEndToEndTests {
         defer { try? FileManager.default.removeItem(atPath: data) }
         // Short attempts: what the killed process was sending is leased for the attempt timeout and 10 s.
         let schedule = [
-            "--webhook-retry-schedule", Array(repeating: "0.5", count: 40).joined(separator: ","), "--webhook-timeout", "2",
+            "--webhook-retry-schedule", Array(repeating: "0.5", count: 40).joined(separator: ","), "--webhook-timeout",
+            "2",
         ]
         try receiver.control(["status": 503])
         let first = try Setup(simulator: simulator, receiver: receiver, extraArguments: schedule, dataDirectory: data)
