@@ -169,8 +169,8 @@ private final class WebhookTransfer {
             String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
         }
         if line.lowercased().hasPrefix("retry-after:") {
-            let value = line.dropFirst("retry-after:".count).filter { !$0.isWhitespace }
-            transfer.retryAfterSeconds = Int(value).map { max(0, $0) }
+            transfer.retryAfterSeconds = WebhookRetryAfter.seconds(
+                line.dropFirst("retry-after:".count).prefix { !$0.isNewline }, now: Date())
         }
         return length
     }

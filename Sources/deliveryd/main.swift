@@ -312,9 +312,12 @@ do {
     exit(1)
 }
 
-/// Looks for push-to-starts whose activity never registered (see `sweepStalledStarts`), twice a minute.
+/// Looks for push-to-starts whose activity never registered (see `sweepStalledStarts`): twice a
+/// minute, or twice per `--start-registration-timeout` when that is shorter, so that a stall is told
+/// (log, metrics, the merchant's webhook) at most half a timeout after it is one.
+let stalledStartSweep = min(30, max(1, Double(configuration.startRegistrationTimeoutSeconds) / 2))
 let stalledStartTimer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
-stalledStartTimer.schedule(deadline: .now() + 30, repeating: 30)
+stalledStartTimer.schedule(deadline: .now() + stalledStartSweep, repeating: stalledStartSweep)
 stalledStartTimer.setEventHandler { service.sweepStalledStarts() }
 stalledStartTimer.resume()
 /// Samples the dashboard's history: its curves survive a reload and are the same for every operator.

@@ -67,8 +67,7 @@ struct WebhookEndToEndTests {
         }
     }
 
-    /// Each kind of event the running service makes arrives once, verified; a start that stalls is
-    /// covered by the store's tests (its sweep runs twice a minute).
+    /// Each kind of event the running service makes arrives once, verified.
     @Test func everyEventArrivesOnceAndVerifies() throws {
         let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
         defer { simulator.stop() }
@@ -78,7 +77,8 @@ struct WebhookEndToEndTests {
             Self.deadToken: ["status": 410, "reason": "Unregistered"],
             Self.badToken: ["status": 400, "reason": "BadDeviceToken"],
         ])
-        let setup = try Setup(simulator: simulator, receiver: receiver)
+        let setup = try Setup(
+            simulator: simulator, receiver: receiver, extraArguments: ["--start-registration-timeout", "10"])
         defer { _ = setup.server.stop() }
         let client = setup.client
         let account = try client.call("POST", "/v1/customers/c-42/credentials", setup.merchant, [:], 201)
@@ -90,6 +90,8 @@ struct WebhookEndToEndTests {
         }
         try client.call("DELETE", "/v1/customers/c-42/push-to-start/ipad", credential, nil, 204)
 
+        // An order whose push-to-start the phone never answers with an activity: it stalls 10 s on.
+        let unanswered = try setup.order("W-0")
         let order = try setup.order("W-1")
         let activities = [
             ("a-1", Self.goodToken, "production"), ("a-2", Self.deadToken, "production"),
@@ -120,7 +122,8 @@ struct WebhookEndToEndTests {
 
         let expected = [
             "push_to_start.removed deviceId=ipad reason=signed_out",
-            "order.status_changed status=placed",
+            "order.status_changed status=placed", "order.status_changed status=placed",
+            "activity.start_stalled deviceId=iphone",
             "activity.started activityId=a-1", "activity.started activityId=a-2", "activity.started activityId=a-3",
             "activity.ended activityId=a-2 reason=token_dead apnsReason=Unregistered",
             "push.dead_lettered activityId=a-3 reason=BadDeviceToken kind=update",
@@ -134,6 +137,8 @@ struct WebhookEndToEndTests {
         #expect(receiver.wait { _ in Self.delivered(receiver).count >= expected.count })
         usleep(1_500_000)  // anything extra would have arrived by now
         #expect(Self.delivered(receiver).sorted() == expected.sorted())
+        let stalled = receiver.events().first { $0["type"] as? String == "activity.start_stalled" }
+        #expect((stalled?["data"] as? [String: Any])?["orderId"] as? String == unanswered.id)
         let records = receiver.records()
         #expect(records.allSatisfy { $0["verified"] as? Bool == true }, "a delivery did not verify")
         let ids = records.compactMap { ($0["headers"] as? [String: String])?["webhook-id"] }

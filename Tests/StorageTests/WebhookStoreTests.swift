@@ -135,10 +135,15 @@ struct WebhookStoreTests {
             try store.claimWebhookDeliveries(
                 owner: "n-1", now: t0.addingTimeInterval(4), lease: 30, limit: 10, perEndpoint: 4, inFlight: [:]
             ).isEmpty, "not due before its retry")
-        // The other sender stopped mid-attempt: its lease runs out and both are due at 31 s.
-        let again = try store.claimWebhookDeliveries(
-            owner: "n-1", now: t0.addingTimeInterval(31), lease: 30, limit: 10, perEndpoint: 4, inFlight: [:])
+        // The other sender stopped mid-attempt: its lease runs out at 30 s. A claim at 31 s takes the
+        // retry and makes the abandoned one due again; the next claim takes that one.
+        let again =
+            try store.claimWebhookDeliveries(
+                owner: "n-1", now: t0.addingTimeInterval(31), lease: 30, limit: 10, perEndpoint: 4, inFlight: [:])
+            + store.claimWebhookDeliveries(
+                owner: "n-1", now: t0.addingTimeInterval(31), lease: 30, limit: 10, perEndpoint: 4, inFlight: [:])
         #expect(again.count == 2)
+        #expect(Set(again.map(\.id)).count == 2)
         let retried = try #require(again.first { $0.id == delivery.id })
         #expect(retried.attempts == 1)
         #expect(

@@ -224,17 +224,28 @@ struct WebhookDeliveryTests {
         // Spellings of an address the URL check lets through (it sees no literal address in them),
         // and a name: the API refuses `localhost` itself, but a name of the merchant's whose DNS
         // answers a loopback or private address (now or after registration) comes to the same check.
-        let urls = ["http://127.1:\(port)/hooks", "http://0x7f000001:\(port)/hooks", "http://localhost:\(port)/hooks"]
-        #expect(urls.dropLast().allSatisfy { WebhookURLPolicy(allowsHTTP: true).problem(with: $0) == nil })
-        let endpoints = try urls.enumerated().map { index, url in try harness.endpoint(url, merchant: "m-\(index)") }
-        for index in urls.indices { try harness.orders(1, merchant: "m-\(index)") }
-        for endpoint in endpoints {
+        let loopback = [
+            "http://127.1:\(port)/hooks", "http://0x7f000001:\(port)/hooks", "http://localhost:\(port)/hooks",
+        ]
+        #expect(loopback.dropLast().allSatisfy { WebhookURLPolicy(allowsHTTP: true).problem(with: $0) == nil })
+        // And the operator's own network and the cloud's metadata service, stored as a DNS answer would
+        // give them: refused before a packet leaves.
+        let refused: [(url: String, range: String)] =
+            loopback.map { ($0, "loopback") } + [
+                ("http://10.1.2.3:\(port)/hooks", "private"), ("http://169.254.169.254/latest/meta-data", "link-local"),
+                ("http://[::ffff:127.0.0.1]:\(port)/hooks", "loopback"),
+            ]
+        let endpoints = try refused.enumerated().map { index, target in
+            (try harness.endpoint(target.url, merchant: "m-\(index)"), target.range)
+        }
+        for index in refused.indices { try harness.orders(1, merchant: "m-\(index)") }
+        for (endpoint, range) in endpoints {
             #expect(
                 try harness.wait { try harness.store.webhookAttempts(endpointID: endpoint.id, limit: 10).count >= 2 })
             let attempts = try harness.store.webhookAttempts(endpointID: endpoint.id, limit: 10)
             #expect(attempts.allSatisfy { $0.httpStatus == nil })
             #expect(
-                attempts.allSatisfy { $0.error?.contains("loopback") == true },
+                attempts.allSatisfy { $0.error?.hasPrefix("refused: ") == true && $0.error?.contains(range) == true },
                 "\(attempts.map { $0.error ?? "" })")
         }
         #expect(receiver.records().isEmpty, "a refused address was reached")
