@@ -29,11 +29,11 @@ public struct WebhookDispatcherConfiguration: Sendable {
     public var caFile: String?
 
     /// Defaults: https only and no private networks, 10 s per attempt, `WebhookRetrySchedule.standard`,
-    /// 128 in flight, 16 per endpoint, a read every 0.5 s, disabled after 5 days of failures, pauses of
+    /// 256 in flight, 32 per endpoint, a read every 0.5 s, disabled after 5 days of failures, pauses of
     /// at most an hour.
     public init(
         policy: WebhookURLPolicy = WebhookURLPolicy(), timeoutSeconds: Double = 10,
-        retrySchedule: WebhookRetrySchedule = .standard, maximumInFlight: Int = 128, perEndpoint: Int = 16,
+        retrySchedule: WebhookRetrySchedule = .standard, maximumInFlight: Int = 256, perEndpoint: Int = 32,
         pollInterval: Double = 0.5, disableAfter: TimeInterval = 5 * 86_400, maximumPause: TimeInterval = 3_600,
         caFile: String? = nil
     ) {
@@ -124,27 +124,27 @@ public final class WebhookDispatcher: Sendable {
                 stopDeadline = now.addingTimeInterval(min(configuration.timeoutSeconds, Self.stopGrace))
             }
             let finished = isStopping && (inFlight.isEmpty || now > stopDeadline ?? now)
-            // A round when there is something to write or room to claim into, at most one per
-            // `roundInterval` while busy: under load each commit carries many deliveries' outcomes
-            // and claims, instead of costing one (with its disk sync) per attempt.
+            // One round, one transaction: the outcomes gathered since the last round and the next
+            // claim, at most one round per `roundInterval`, so that however fast receivers answer,
+            // webhooks add at most that many commits a second beside the status changes.
             let wantsClaim = !isStopping && now >= nextClaim && inFlight.count < configuration.maximumInFlight
-            // Nothing left in flight: no reason to wait for more answers.
             let roundDue =
-                finished || (inFlight.isEmpty && !answered.isEmpty)
+                finished
                 || ((!answered.isEmpty || wantsClaim) && now.timeIntervalSince(lastRound) >= Self.roundInterval)
             if roundDue {
                 lastRound = now
-                write(&answered, now: now)
-                if wantsClaim {
-                    nextClaim = claim(into: &inFlight, now: now, lease: lease, on: transport)
-                }
+                nextClaim =
+                    round(
+                        &answered, claiming: wantsClaim ? configuration.maximumInFlight - inFlight.count : 0,
+                        into: &inFlight, now: now, lease: lease, on: transport) ?? nextClaim
             }
             if finished { return }
+            let untilRound = Self.roundInterval - now.timeIntervalSince(lastRound)
             let wait =
                 inFlight.isEmpty && answered.isEmpty
-                ? max(1, Int(min(configuration.pollInterval, nextClaim.timeIntervalSince(now)) * 1000))
-                : Int(Self.roundInterval * 1000)
-            let answers = transport.poll(waitMilliseconds: wait)
+                ? min(configuration.pollInterval, nextClaim.timeIntervalSince(now))
+                : untilRound > 0 ? untilRound : Self.roundInterval
+            let answers = transport.poll(waitMilliseconds: max(1, Int(wait * 1000)))
             guard !answers.isEmpty else { continue }
             let answeredAt = clock()
             for (tag, answer) in answers {
@@ -157,46 +157,41 @@ public final class WebhookDispatcher: Sendable {
         }
     }
 
-    /// The least time between two rounds of writes while deliveries are in flight.
+    /// The least time between two rounds.
     static let roundInterval: TimeInterval = 0.02
 
-    /// Writes the outcomes gathered since the last round.
-    private func write(_ answered: inout [WebhookCompletion], now: Date) {
-        guard !answered.isEmpty else { return }
-        do {
-            try store.completeWebhookDeliveries(answered, now: now)
-        } catch {
-            // Their leases run out and they are sent again: a receiver may see one twice, never none.
-            logger.error("webhook.complete_failed", ["error": .string("\(error)")])
-        }
-        report(answered)
+    /// Writes the outcomes gathered since the last round and claims up to `room` due deliveries,
+    /// in one transaction, then starts what it claimed.
+    /// - Returns: when to claim next (now if the claim got some, else after a poll interval); `nil`
+    ///   when nothing was asked.
+    private func round(
+        _ answered: inout [WebhookCompletion], claiming room: Int, into inFlight: inout [Int64: WebhookDelivery],
+        now: Date, lease: TimeInterval, on transport: WebhookTransport
+    ) -> Date? {
+        let written = answered
         answered.removeAll(keepingCapacity: true)
-    }
-
-    /// Claims due deliveries into the room left and starts them.
-    /// - Returns: when to claim next: after a round if the claim filled the room, else after a poll interval.
-    private func claim(
-        into inFlight: inout [Int64: WebhookDelivery], now: Date, lease: TimeInterval, on transport: WebhookTransport
-    ) -> Date {
-        let room = configuration.maximumInFlight - inFlight.count
         do {
             let perEndpoint = Dictionary(inFlight.values.map { ($0.endpointID, 1) }, uniquingKeysWith: +)
-            let claimed = try store.claimWebhookDeliveries(
-                owner: owner, now: now, lease: lease, limit: room, perEndpoint: configuration.perEndpoint,
+            let claimed = try store.exchangeWebhookDeliveries(
+                written, owner: owner, now: now, lease: lease, limit: room, perEndpoint: configuration.perEndpoint,
                 inFlight: perEndpoint)
-            var unsent: [WebhookCompletion] = []
+            report(written)
             for delivery in claimed {
                 if let refusal = send(delivery, now: now, on: transport) {
-                    unsent.append(complete(delivery, refusal, at: now))
+                    // Written with the next round's outcomes.
+                    answered.append(complete(delivery, refusal, at: now))
                 } else {
                     inFlight[delivery.id] = delivery
                 }
             }
-            write(&unsent, now: now)
+            guard room > 0 else { return nil }
             return claimed.isEmpty ? now.addingTimeInterval(configuration.pollInterval) : now
         } catch {
-            logger.error("webhook.claim_failed", ["error": .string("\(error)")])
-            return now.addingTimeInterval(configuration.pollInterval)
+            // The outcomes are lost with the transaction: their leases run out and they are sent
+            // again, so a receiver may see one twice, never none.
+            logger.error("webhook.round_failed", ["error": .string("\(error)")])
+            report(written)
+            return room > 0 ? now.addingTimeInterval(configuration.pollInterval) : nil
         }
     }
 

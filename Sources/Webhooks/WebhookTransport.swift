@@ -36,8 +36,8 @@ final class WebhookTransport {
         self.caFile = caFile
         // As many connections per receiver as attempts may be in flight to one endpoint (the
         // dispatcher's cap), kept between deliveries.
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 16)
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 128)
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 32)
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 256)
     }
 
     deinit {

@@ -105,21 +105,38 @@ extension SQLStore {
     public func claimWebhookDeliveries(
         owner: String, now: Date, lease: TimeInterval, limit: Int, perEndpoint: Int, inFlight: [String: Int]
     ) throws(StorageError) -> [WebhookDelivery] {
-        guard limit > 0 else { return [] }
+        try exchangeWebhookDeliveries(
+            [], owner: owner, now: now, lease: lease, limit: limit, perEndpoint: perEndpoint, inFlight: inFlight)
+    }
+
+    public func completeWebhookDeliveries(_ completions: [WebhookCompletion], now: Date) throws(StorageError) {
+        guard !completions.isEmpty else { return }
+        try writeSQL { connection in try StoreSQL.complete(completions, now: now, connection) }
+    }
+
+    public func exchangeWebhookDeliveries(
+        _ completions: [WebhookCompletion], owner: String, now: Date, lease: TimeInterval, limit: Int,
+        perEndpoint: Int, inFlight: [String: Int]
+    ) throws(StorageError) -> [WebhookDelivery] {
         let millis = now.storageMilliseconds
         // Polled every second on every node: an idle queue is seen with a read, so it costs no commit
         // (no fsync on SQLite, no write-ahead log record on PostgreSQL).
-        let hasWork = try readSession { connection in
-            try connection.cached(
-                """
-                SELECT CASE WHEN EXISTS (SELECT 1 FROM webhook_deliveries WHERE state = 'pending' AND due_at <= ?)
-                    OR EXISTS (SELECT 1 FROM webhook_deliveries WHERE state = 'sending' AND lease_until < ?)
-                    THEN 1 ELSE 0 END AS due
-                """
-            ).firstRow([.integer(millis), .integer(millis)]) { try $0.int("due") == 1 } ?? false
+        var hasWork = false
+        if limit > 0 {
+            hasWork = try readSession { connection in
+                try connection.cached(
+                    """
+                    SELECT CASE WHEN EXISTS (SELECT 1 FROM webhook_deliveries WHERE state = 'pending' AND due_at <= ?)
+                        OR EXISTS (SELECT 1 FROM webhook_deliveries WHERE state = 'sending' AND lease_until < ?)
+                        THEN 1 ELSE 0 END AS due
+                    """
+                ).firstRow([.integer(millis), .integer(millis)]) { try $0.int("due") == 1 } ?? false
+            }
         }
-        guard hasWork else { return [] }
+        guard hasWork || !completions.isEmpty else { return [] }
         return try writeSQL { connection in
+            try StoreSQL.complete(completions, now: now, connection)
+            guard hasWork else { return [] }
             // Leases of a node that stopped mid-attempt run out: their deliveries are due again.
             try connection.cached(
                 """
@@ -174,76 +191,6 @@ extension SQLStore {
                 }
             }
             return claimed
-        }
-    }
-
-    public func completeWebhookDeliveries(_ completions: [WebhookCompletion], now: Date) throws(StorageError) {
-        guard !completions.isEmpty else { return }
-        try writeSQL { connection in
-            let millis = now.storageMilliseconds
-            // Per endpoint: the first failure after its last delivered attempt of this round, if any.
-            var health: [String: Int64] = [:]
-            var delivered: Set<String> = []
-            for completion in completions {
-                let delivery = completion.delivery
-                try connection.cached(
-                    """
-                    INSERT INTO webhook_attempts (endpoint_id, event_id, attempt, attempted_at, http_status, error,
-                        duration_ms)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
-                    """
-                ).run([
-                    .text(delivery.endpointID), .text(delivery.eventID), .integer(Int64(delivery.attempts + 1)),
-                    .integer(completion.attemptedAt.storageMilliseconds),
-                    completion.httpStatus.map { .integer(Int64($0)) } ?? .null,
-                    completion.error.map(DatabaseValue.text) ?? .null,
-                    .integer(Int64(completion.durationMilliseconds)),
-                ])
-                let (state, due): (String, Int64) =
-                    switch completion.outcome {
-                    case .delivered: ("delivered", millis)
-                    case .retry(let at): ("pending", at.storageMilliseconds)
-                    case .failed: ("failed", millis)
-                    }
-                try connection.cached(
-                    """
-                    UPDATE webhook_deliveries SET state = ?, due_at = ?, attempts = attempts + 1, last_error = ?,
-                        lease_owner = NULL, lease_until = NULL, updated_at = ?
-                    WHERE id = ? AND state = 'sending'
-                    """
-                ).run([
-                    .text(state), .integer(due), completion.error.map(DatabaseValue.text) ?? .null, .integer(millis),
-                    .integer(delivery.id),
-                ])
-                // An endpoint's health is written once per round, from its last attempt in it.
-                if case .delivered = completion.outcome {
-                    health[delivery.endpointID] = nil
-                    delivered.insert(delivery.endpointID)
-                } else if health[delivery.endpointID] == nil {
-                    health[delivery.endpointID] = completion.attemptedAt.storageMilliseconds
-                }
-                switch completion.endpointChange {
-                case .none: break
-                case .pause(let until):
-                    try connection.cached(
-                        "UPDATE webhook_endpoints SET paused_until = ?, updated_at = ? WHERE id = ?"
-                    ).run([.integer(until.storageMilliseconds), .integer(millis), .text(delivery.endpointID)])
-                case .disable(let reason):
-                    try connection.cached(
-                        "UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ?, updated_at = ? WHERE id = ?"
-                    ).run([.text(reason), .integer(millis), .text(delivery.endpointID)])
-                }
-            }
-            for endpointID in delivered.sorted() {
-                try connection.cached(
-                    "UPDATE webhook_endpoints SET failing_since = ?, last_delivered_at = ? WHERE id = ?"
-                ).run([health[endpointID].map(DatabaseValue.integer) ?? .null, .integer(millis), .text(endpointID)])
-            }
-            for (endpointID, failedAt) in health.sorted(by: { $0.key < $1.key }) where !delivered.contains(endpointID) {
-                try connection.cached(
-                    "UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, ?) WHERE id = ?"
-                ).run([.integer(failedAt), .text(endpointID)])
-            }
         }
     }
 
@@ -321,6 +268,74 @@ extension SQLStore {
 }
 
 extension StoreSQL {
+    /// Writes a round of attempts: the log, the deliveries' states and the endpoints' health.
+    static func complete(_ completions: [WebhookCompletion], now: Date, _ connection: any SQLSession) throws {
+        let millis = now.storageMilliseconds
+        // Per endpoint: the first failure after its last delivered attempt of this round, if any.
+        var health: [String: Int64] = [:]
+        var delivered: Set<String> = []
+        for completion in completions {
+            let delivery = completion.delivery
+            try connection.cached(
+                """
+                INSERT INTO webhook_attempts (endpoint_id, event_id, attempt, attempted_at, http_status, error,
+                    duration_ms)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """
+            ).run([
+                .text(delivery.endpointID), .text(delivery.eventID), .integer(Int64(delivery.attempts + 1)),
+                .integer(completion.attemptedAt.storageMilliseconds),
+                completion.httpStatus.map { .integer(Int64($0)) } ?? .null,
+                completion.error.map(DatabaseValue.text) ?? .null,
+                .integer(Int64(completion.durationMilliseconds)),
+            ])
+            let (state, due): (String, Int64) =
+                switch completion.outcome {
+                case .delivered: ("delivered", millis)
+                case .retry(let at): ("pending", at.storageMilliseconds)
+                case .failed: ("failed", millis)
+                }
+            try connection.cached(
+                """
+                UPDATE webhook_deliveries SET state = ?, due_at = ?, attempts = attempts + 1, last_error = ?,
+                    lease_owner = NULL, lease_until = NULL, updated_at = ?
+                WHERE id = ? AND state = 'sending'
+                """
+            ).run([
+                .text(state), .integer(due), completion.error.map(DatabaseValue.text) ?? .null, .integer(millis),
+                .integer(delivery.id),
+            ])
+            // An endpoint's health is written once per round, from its last attempt in it.
+            if case .delivered = completion.outcome {
+                health[delivery.endpointID] = nil
+                delivered.insert(delivery.endpointID)
+            } else if health[delivery.endpointID] == nil {
+                health[delivery.endpointID] = completion.attemptedAt.storageMilliseconds
+            }
+            switch completion.endpointChange {
+            case .none: break
+            case .pause(let until):
+                try connection.cached(
+                    "UPDATE webhook_endpoints SET paused_until = ?, updated_at = ? WHERE id = ?"
+                ).run([.integer(until.storageMilliseconds), .integer(millis), .text(delivery.endpointID)])
+            case .disable(let reason):
+                try connection.cached(
+                    "UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ?, updated_at = ? WHERE id = ?"
+                ).run([.text(reason), .integer(millis), .text(delivery.endpointID)])
+            }
+        }
+        for endpointID in delivered.sorted() {
+            try connection.cached(
+                "UPDATE webhook_endpoints SET failing_since = ?, last_delivered_at = ? WHERE id = ?"
+            ).run([health[endpointID].map(DatabaseValue.integer) ?? .null, .integer(millis), .text(endpointID)])
+        }
+        for (endpointID, failedAt) in health.sorted(by: { $0.key < $1.key }) where !delivered.contains(endpointID) {
+            try connection.cached(
+                "UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, ?) WHERE id = ?"
+            ).run([.integer(failedAt), .text(endpointID)])
+        }
+    }
+
     /// Stores an event of a merchant and queues a delivery to each of its enabled endpoints that wants
     /// it, in the transaction of the change that caused it. A merchant without endpoints gets nothing
     /// stored: the one indexed read is all a change pays then.

@@ -173,6 +173,12 @@ public protocol WebhookStore: Sendable {
     ) throws(StorageError) -> [WebhookDelivery]
     /// Writes a round of attempts: the log, the deliveries' states and the endpoints' health.
     func completeWebhookDeliveries(_ completions: [WebhookCompletion], now: Date) throws(StorageError)
+    /// A sender's round in one transaction: writes `completions`, then claims as
+    /// `claimWebhookDeliveries` does (nothing when `limit` is 0).
+    func exchangeWebhookDeliveries(
+        _ completions: [WebhookCompletion], owner: String, now: Date, lease: TimeInterval, limit: Int,
+        perEndpoint: Int, inFlight: [String: Int]
+    ) throws(StorageError) -> [WebhookDelivery]
     /// The delivery log of an endpoint, newest first.
     func webhookAttempts(endpointID: String, limit: Int) throws(StorageError) -> [WebhookAttempt]
     /// An endpoint's deliveries by state; with `nil`, every endpoint's open ones (pending and
