@@ -9,6 +9,9 @@ import Webhooks
 extension DeliveryService {
     /// Endpoints one merchant may have.
     static let webhookEndpointLimit = 20
+    /// Events one replay looks at: a longer range is replayed in several requests (`nextSince`),
+    /// so that one request cannot hold the database's writer for long.
+    static let replayLimit = 10_000
     /// The longest the previous secret may keep signing after a rotation.
     static let longestSecretGrace: TimeInterval = 7 * 86_400
 
@@ -151,7 +154,8 @@ extension DeliveryService {
     }
 
     /// `POST /v1/webhooks/{id}/replay`: `{eventId}` or `{since, until?}` → the deliveries queued again
-    /// (events the endpoint wants that are still kept; one already queued is not queued twice).
+    /// (events the endpoint wants that are still kept; one already queued is not queued twice), and
+    /// `nextSince` when the range holds more than `replayLimit` events.
     func replayWebhook(_ call: Call) throws -> HTTPResponse {
         let endpoint = try ownedWebhook(call)
         let body = try jsonObject(call.request)
@@ -165,8 +169,13 @@ extension DeliveryService {
         try reader.finish()
         let replay: WebhookReplay =
             if let eventID { .event(id: eventID) } else { .range(from: since ?? call.now, to: until ?? call.now) }
-        let queued = try store.replayWebhooks(endpointID: endpoint.id, replay, now: call.now)
-        return json(202, .object(["queued": .number(Double(queued))]))
+        let outcome = try store.replayWebhooks(
+            endpointID: endpoint.id, replay, limit: Self.replayLimit, now: call.now)
+        return json(
+            202,
+            .object([
+                "queued": .number(Double(outcome.queued)), "nextSince": .time(outcome.resumeAt),
+            ]))
     }
 
     // MARK: - Reading and checking

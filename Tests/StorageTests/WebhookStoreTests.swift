@@ -174,9 +174,19 @@ struct WebhookStoreTests {
         enabled.disabledReason = nil
         #expect(try store.updateWebhookEndpoint(enabled))
         let range = WebhookReplay.range(from: t0.addingTimeInterval(-1), to: t0.addingTimeInterval(60))
-        #expect(try store.replayWebhooks(endpointID: "ep-1", range, now: done) == 2)
-        #expect(try store.replayWebhooks(endpointID: "ep-1", range, now: done) == 0)
-        #expect(try store.replayWebhooks(endpointID: "ep-1", .event(id: delivery.eventID), now: done) == 0)
+        // A range longer than the limit stops after a whole millisecond (both events are of t0), where
+        // the next replay takes up.
+        let firstPart = try store.replayWebhooks(endpointID: "ep-1", range, limit: 1, now: done)
+        #expect(firstPart.queued == 2)
+        #expect(firstPart.resumeAt.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) } == 1_796_212_800_001)
+        let rest = try store.replayWebhooks(
+            endpointID: "ep-1", .range(from: t0.addingTimeInterval(0.001), to: t0.addingTimeInterval(60)), limit: 1,
+            now: done)
+        #expect(rest == WebhookReplayOutcome(queued: 0, resumeAt: nil))
+        #expect(try store.replayWebhooks(endpointID: "ep-1", range, limit: 10, now: done).queued == 0)
+        #expect(
+            try store.replayWebhooks(endpointID: "ep-1", .event(id: delivery.eventID), limit: 10, now: done).queued == 0
+        )
         let replayed = try store.claimWebhookDeliveries(
             owner: "n-1", now: done, lease: 30, limit: 10, perEndpoint: 4, inFlight: [:])
         #expect(Set(replayed.map(\.eventID)).count == 2)

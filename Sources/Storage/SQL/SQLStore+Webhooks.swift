@@ -60,28 +60,47 @@ extension SQLStore {
         }
     }
 
-    public func replayWebhooks(endpointID: String, _ replay: WebhookReplay, now: Date) throws(StorageError) -> Int {
+    public func replayWebhooks(endpointID: String, _ replay: WebhookReplay, limit: Int, now: Date)
+        throws(StorageError) -> WebhookReplayOutcome
+    {
         try writeSQL { connection in
             guard
                 let endpoint = try connection.cached("SELECT * FROM webhook_endpoints WHERE id = ?")
                     .firstRow([.text(endpointID)], StoreSQL.decodeEndpoint)
-            else { return 0 }
-            let events: [(id: String, type: String)]
+            else { return WebhookReplayOutcome(queued: 0, resumeAt: nil) }
+            var events: [(id: String, type: String, createdAt: Int64)]
+            var resumeAt: Date?
             switch replay {
             case .event(let id):
                 events = try connection.cached(
-                    "SELECT id, type FROM webhook_events WHERE id = ? AND merchant_id = ?"
-                ).rows([.text(id), .text(endpoint.merchantID)]) { (try $0.text("id"), try $0.text("type")) }
+                    "SELECT id, type, created_at FROM webhook_events WHERE id = ? AND merchant_id = ?"
+                ).rows([.text(id), .text(endpoint.merchantID)], StoreSQL.decodeReplayed)
             case .range(let from, let to):
+                // One more than the limit: whether the range goes on, and from when.
                 events = try connection.cached(
                     """
-                    SELECT id, type FROM webhook_events WHERE merchant_id = ? AND created_at >= ? AND created_at <= ?
-                    ORDER BY created_at, id
+                    SELECT id, type, created_at FROM webhook_events
+                    WHERE merchant_id = ? AND created_at >= ? AND created_at <= ?
+                    ORDER BY created_at, id LIMIT ?
                     """
-                ).rows([
-                    .text(endpoint.merchantID), .integer(from.storageMilliseconds), .integer(to.storageMilliseconds),
-                ]
-                ) { (try $0.text("id"), try $0.text("type")) }
+                ).rows(
+                    [
+                        .text(endpoint.merchantID), .integer(from.storageMilliseconds),
+                        .integer(to.storageMilliseconds), .integer(Int64(max(1, limit) + 1)),
+                    ], StoreSQL.decodeReplayed)
+                if events.count > max(1, limit), let last = events.dropLast().last {
+                    // Cut after a whole millisecond, so that the next replay, from the one after, misses
+                    // nothing and repeats nothing.
+                    events.removeLast()
+                    events += try connection.cached(
+                        """
+                        SELECT id, type, created_at FROM webhook_events
+                        WHERE merchant_id = ? AND created_at = ? AND id > ? ORDER BY id
+                        """
+                    ).rows(
+                        [.text(endpoint.merchantID), .integer(last.createdAt), .text(last.id)], StoreSQL.decodeReplayed)
+                    resumeAt = Date(storageMilliseconds: last.createdAt + 1)
+                }
             }
             var queued = 0
             for event in events {
@@ -98,7 +117,7 @@ extension SQLStore {
                 try StoreSQL.queueDelivery(endpointID: endpointID, eventID: event.id, now: now, connection)
                 queued += 1
             }
-            return queued
+            return WebhookReplayOutcome(queued: queued, resumeAt: resumeAt)
         }
     }
 
@@ -471,6 +490,10 @@ extension StoreSQL {
             previousSecretSealed: (previousExpires.map { $0 > now } ?? false)
                 ? try row.optionalBlob("previous_secret_sealed") : nil,
             failingSince: try row.optionalInt("failing_since").map(Date.init(storageMilliseconds:)))
+    }
+
+    static func decodeReplayed(_ row: any DatabaseRow) throws -> (id: String, type: String, createdAt: Int64) {
+        (try row.text("id"), try row.text("type"), try row.int("created_at"))
     }
 
     static func decodeStateCount(_ row: any DatabaseRow) throws -> (String, Int, Int64?) {

@@ -149,6 +149,19 @@ public enum WebhookReplay: Sendable, Hashable {
     case range(from: Date, to: Date)
 }
 
+/// What a replay queued, and where a range too long for one replay stops.
+public struct WebhookReplayOutcome: Sendable, Hashable {
+    public var queued: Int
+    /// The time of the first event of the range not looked at (its `since` for the next replay), or
+    /// `nil` when the whole range was.
+    public var resumeAt: Date?
+
+    public init(queued: Int, resumeAt: Date?) {
+        self.queued = queued
+        self.resumeAt = resumeAt
+    }
+}
+
 /// The webhook side of the store: endpoints, the outbox of deliveries, and the delivery log. Events
 /// themselves are written by the changes that cause them, in their transactions.
 public protocol WebhookStore: Sendable {
@@ -162,9 +175,10 @@ public protocol WebhookStore: Sendable {
     /// Deletes an endpoint with its pending deliveries; `false` when there was none.
     @discardableResult
     func deleteWebhookEndpoint(id: String) throws(StorageError) -> Bool
-    /// Queues deliveries to `endpointID` of the events `replay` names that it wants, due now.
-    /// - Returns: how many were queued.
-    func replayWebhooks(endpointID: String, _ replay: WebhookReplay, now: Date) throws(StorageError) -> Int
+    /// Queues deliveries to `endpointID` of the events `replay` names that it wants, due now: at most
+    /// `limit` events of a range are looked at, so that one request cannot hold the writer for long.
+    func replayWebhooks(endpointID: String, _ replay: WebhookReplay, limit: Int, now: Date) throws(StorageError)
+        -> WebhookReplayOutcome
 
     /// Leases up to `limit` due deliveries of enabled, unpaused endpoints, so that no endpoint has
     /// more than `perEndpoint` in flight here, counting those already in flight (`inFlight`, by endpoint).
