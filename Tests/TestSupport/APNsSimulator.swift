@@ -71,10 +71,7 @@ package final class APNsSimulator {
             try Self.shell("cd '\(directory)' && openssl pkey -in app-\(index).pem -pubout -out app-\(index).pub")
             appKeyArguments += ["--app-key", "\(appKey.keyID):\(appKey.bundleID):\(directory)/app-\(index).pub"]
         }
-        let python = Self.repositoryRoot.appendingPathComponent(".venv/bin/python").path
-        guard FileManager.default.isExecutableFile(atPath: python) else {
-            throw SimulatorError("no test virtualenv at \(python): run `make test`, which creates it")
-        }
+        let python = try Self.testPython()
         // Ports below Linux's ephemeral range (32768 up), so that no outgoing connection holds one; a
         // port another test took makes the simulator exit, and the next try takes another.
         for attempt in 1...3 {
@@ -100,19 +97,30 @@ package final class APNsSimulator {
         }
     }
 
-    /// Starts the process and waits until it accepts connections (20 s at most: a loaded machine
-    /// is slow to start Python); throws at once if it exits (its port was taken).
-    private func launch() throws {
+    private func launch() throws { try Self.launch(process, port: port, name: "the simulator") }
+
+    /// The test virtualenv's Python, which `make test` creates.
+    package static func testPython() throws -> String {
+        let python = repositoryRoot.appendingPathComponent(".venv/bin/python").path
+        guard FileManager.default.isExecutableFile(atPath: python) else {
+            throw SimulatorError("no test virtualenv at \(python): run `make test`, which creates it")
+        }
+        return python
+    }
+
+    /// Starts a test peer and waits until it accepts connections on `port` (20 s at most: a loaded
+    /// machine is slow to start Python); throws at once if it exits (its port was taken).
+    package static func launch(_ process: Process, port: UInt16, name: String) throws {
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         for _ in 0..<400 {
-            if Self.accepts(port: port) { return }
-            if !process.isRunning { throw SimulatorError("the simulator exited at start (port \(port) taken?)") }
+            if accepts(port: port) { return }
+            if !process.isRunning { throw SimulatorError("\(name) exited at start (port \(port) taken?)") }
             usleep(50_000)
         }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
-        throw SimulatorError("the simulator did not start listening on \(port)")
+        throw SimulatorError("\(name) did not start listening on \(port)")
     }
 
     /// Kills the simulator: from now on connections to its port are refused (an outage).

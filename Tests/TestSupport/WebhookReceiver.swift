@@ -18,10 +18,8 @@ package final class WebhookReceiver {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try control([:])
         try trust([])
-        let python = APNsSimulator.repositoryRoot.appendingPathComponent(".venv/bin/python").path
-        guard FileManager.default.isExecutableFile(atPath: python) else {
-            throw SimulatorError("no test virtualenv at \(python): run `make test`, which creates it")
-        }
+        let python = try APNsSimulator.testPython()
+        // As the APNs simulator: a port another test took makes the receiver exit; the next try takes another.
         for attempt in 1...3 {
             port = UInt16.random(in: 10_000...20_999)
             process = Process()
@@ -31,18 +29,15 @@ package final class WebhookReceiver {
                 "--port", String(port), "--record", directory + "/record.jsonl", "--control",
                 directory + "/control.json", "--secrets", directory + "/secrets.json",
             ]
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            for _ in 0..<400 {
-                if APNsSimulator.accepts(port: port) { return }
-                if !process.isRunning { break }
-                usleep(50_000)
+            do {
+                try APNsSimulator.launch(process, port: port, name: "the webhook receiver")
+                return
+            } catch  where attempt < 3 {
+                continue
+            } catch {
+                try? FileManager.default.removeItem(atPath: directory)
+                throw error
             }
-            if process.isRunning {
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-            }
-            if attempt == 3 { throw SimulatorError("the webhook receiver did not start listening") }
         }
     }
 
