@@ -64,7 +64,11 @@ let package = Package(
         .target(name: "Telemetry", swiftSettings: strictSettings),
 
         // The edges.
-        .target(name: "HTTPServer", dependencies: ["CLinuxShim", "Telemetry"], swiftSettings: strictSettings),
+        .target(name: "Lifecycle", dependencies: ["Telemetry"], swiftSettings: strictSettings),
+
+        .target(
+            name: "HTTPServer", dependencies: ["CLinuxShim", "Telemetry", "Lifecycle"], swiftSettings: strictSettings
+        ),
         .target(
             name: "Storage",
             dependencies: ["OrderDomain", "CSQLite"],
@@ -82,14 +86,14 @@ let package = Package(
             name: "Pusher",
             dependencies: [
                 "OrderDomain", "DeliveryActivityContract", "Projection", "Storage", "Cryptography", "Telemetry",
-                "CCurl",
+                "Lifecycle", "CCurl",
             ],
             swiftSettings: strictSettings
         ),
         // Webhooks out: signing (Standard Webhooks), the address policy, and the dispatcher that
         // drains their outbox through libcurl, apart from the pusher.
         .target(
-            name: "Webhooks", dependencies: ["Storage", "Cryptography", "Telemetry", "CCurl"],
+            name: "Webhooks", dependencies: ["Storage", "Cryptography", "Telemetry", "Lifecycle", "CCurl"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -106,7 +110,7 @@ let package = Package(
             name: "deliveryd",
             dependencies: [
                 "DeliveryAPI", "OrderDomain", "Projection", "Pusher", "Storage", "PostgresStorage", "HTTPServer",
-                "Cryptography", "Webhooks", "Telemetry",
+                "Cryptography", "Webhooks", "Telemetry", "Lifecycle",
             ],
             swiftSettings: strictSettings
         ),
@@ -139,6 +143,7 @@ let package = Package(
 
         .testTarget(name: "OrderDomainTests", dependencies: ["OrderDomain"], swiftSettings: strictSettings),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry"], swiftSettings: strictSettings),
+        .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Telemetry"], swiftSettings: strictSettings),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"], swiftSettings: strictSettings),
         .testTarget(
             name: "WebhooksTests",

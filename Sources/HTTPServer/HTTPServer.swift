@@ -1,4 +1,5 @@
 internal import Foundation
+public import Lifecycle
 internal import Synchronization
 
 #if canImport(Glibc)
@@ -16,6 +17,7 @@ public final class HTTPServer: Sendable {
     private let connectionTable: ConnectionTable
     private let statistics: [LoopStatistics]
     private let handlerPool: HandlerPool
+    private let stopAsked = ShutdownLatch()
     /// The address actually bound (the real port when asked for port 0).
     public let boundAddress: ListenAddress
 
@@ -124,4 +126,21 @@ public final class HTTPServer: Sendable {
 private final class LoopTransfer: @unchecked Sendable {
     let loop: EventLoop
     init(loop: EventLoop) { self.loop = loop }
+}
+
+/// The server as one of the process's services.
+///
+/// Concurrency: one thread per event loop (epoll on non-blocking sockets) and `handlerThreads`
+/// threads that run the handlers, which block on the store; the service's task only awaits.
+extension HTTPServer: Service {
+    public var name: String { "http" }
+
+    /// Serves until `beginShutdown`, then stops as `shutdown()` does.
+    public func run() async throws {
+        try start()
+        await stopAsked.wait()
+        await runBlocking(threadName: "http-stop") { self.shutdown() }
+    }
+
+    public func beginShutdown() { stopAsked.open() }
 }

@@ -1,6 +1,7 @@
 public import Cryptography
 internal import Dispatch
 public import Foundation
+public import Lifecycle
 public import Storage
 internal import Synchronization
 public import Telemetry
@@ -66,6 +67,7 @@ public final class WebhookDispatcher: Sendable {
     private let clock: @Sendable () -> Date
     private let stopping = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
+    private let stopAsked = ShutdownLatch()
 
     public init(
         store: any WebhookStore, sealingKey: SealingKey, configuration: WebhookDispatcherConfiguration,
@@ -332,4 +334,26 @@ struct WebhookMetrics: Sendable {
             ])
         }
     }
+}
+
+/// The dispatcher as one of the process's services.
+///
+/// Concurrency: one thread of its own runs the rounds (claims, libcurl's multi handle, outcomes), so
+/// that a slow receiver never delays a push; the service's task only awaits.
+extension WebhookDispatcher: Service {
+    public var name: String { "webhooks" }
+
+    /// Dispatches until `beginShutdown`, then stops as `stop(timeout:)` does.
+    public func run() async throws {
+        try start()
+        await stopAsked.wait()
+        let stoppedInTime = await runBlocking(threadName: "webhooks-stop") {
+            self.stop(timeout: Self.stopGrace + 2)
+        }
+        if !stoppedInTime {
+            logger.warning("webhook.stop_timeout", ["note": "leased deliveries are sent again after the lease"])
+        }
+    }
+
+    public func beginShutdown() { stopAsked.open() }
 }

@@ -2,6 +2,7 @@ import Cryptography
 import DeliveryAPI
 import Foundation
 import HTTPServer
+import Lifecycle
 import PostgresStorage
 import Projection
 import Pusher
@@ -182,10 +183,8 @@ do {
     exit(1)
 }
 
-/// Prunes what the retention policy no longer keeps, once at start and then every hour.
-let pruneTimer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
-pruneTimer.schedule(deadline: .now(), repeating: .seconds(3600))
-pruneTimer.setEventHandler {
+/// Prunes what the retention policy no longer keeps (a maintenance job, once at start and then every hour).
+@Sendable func pruneExpiredData() {
     do {
         // With several nodes on one database, the one that holds the task prunes; the others skip.
         let pruned = try storage.exclusively("retention") {
@@ -209,26 +208,20 @@ pruneTimer.setEventHandler {
         logger.error("storage.prune_failed", ["error": .string("\(error)")])
     }
 }
-pruneTimer.resume()
 
-/// Moves committed pages from the WAL into the database file every second, off the request path
-/// (SQLite only: PostgreSQL checkpoints by itself).
-let checkpointTimer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
 /// Whether the last checkpoint failed: a full disk would otherwise log an error every second.
 let checkpointFailing = Atomic<Bool>(false)
-if let sqlite {
-    checkpointTimer.schedule(deadline: .now() + 1, repeating: 1)
-    checkpointTimer.setEventHandler {
-        do {
-            try sqlite.checkpoint()
-            if checkpointFailing.exchange(false, ordering: .relaxed) { logger.info("storage.checkpoint_recovered") }
-        } catch {
-            if !checkpointFailing.exchange(true, ordering: .relaxed) {
-                logger.error("storage.checkpoint_failed", ["error": .string("\(error)")])
-            }
+/// Moves committed pages from the WAL into the database file (a maintenance job, every second, off
+/// the request path; SQLite only: PostgreSQL checkpoints by itself).
+@Sendable func checkpoint(_ sqlite: Database) {
+    do {
+        try sqlite.checkpoint()
+        if checkpointFailing.exchange(false, ordering: .relaxed) { logger.info("storage.checkpoint_recovered") }
+    } catch {
+        if !checkpointFailing.exchange(true, ordering: .relaxed) {
+            logger.error("storage.checkpoint_failed", ["error": .string("\(error)")])
         }
     }
-    checkpointTimer.resume()
 }
 
 let projectionConfiguration = ProjectionConfiguration(
@@ -305,32 +298,30 @@ let webhooks = WebhookDispatcher(
         disableAfter: Double(configuration.webhookDisableAfterHours) * 3_600, caFile: configuration.webhookCAFile),
     owner: "webhooks-\(getpid())-\(UUID().uuidString.prefix(8))", registry: registry,
     logger: Logger(label: "webhooks", minimumLevel: configuration.logLevel))
-do {
-    try webhooks.start()
-} catch {
-    logger.error("webhook.start_failed", ["error": .string("\(error)")])
-    exit(1)
-}
 
 /// Looks for push-to-starts whose activity never registered (see `sweepStalledStarts`): twice a
 /// minute, or twice per `--start-registration-timeout` when that is shorter, so that a stall is told
 /// (log, metrics, the merchant's webhook) at most half a timeout after it is one.
 let stalledStartSweep = min(30, max(1, Double(configuration.startRegistrationTimeoutSeconds) / 2))
-let stalledStartTimer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
-stalledStartTimer.schedule(deadline: .now() + stalledStartSweep, repeating: stalledStartSweep)
-stalledStartTimer.setEventHandler { service.sweepStalledStarts() }
-stalledStartTimer.resume()
-/// Samples the dashboard's history: its curves survive a reload and are the same for every operator.
-let historyTimer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
-historyTimer.schedule(deadline: .now(), repeating: configuration.historyIntervalSeconds)
-historyTimer.setEventHandler { service.recordHistorySample() }
-historyTimer.resume()
-/// Stores the rides whose positions are due, four times a second: the delay a ride's push may add
-/// to its interval, and the batch its stores commit in.
-let rideTimer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
-rideTimer.schedule(deadline: .now() + 0.25, repeating: 0.25)
-rideTimer.setEventHandler { service.storeDueRides() }
-rideTimer.resume()
+var maintenanceJobs = [
+    PeriodicJob("prune", every: 3_600, firstRunAfter: 0, work: pruneExpiredData),
+    PeriodicJob("stalled-starts", every: stalledStartSweep, firstRunAfter: stalledStartSweep) {
+        service.sweepStalledStarts()
+    },
+    // The dashboard's history: its curves survive a reload and are the same for every operator.
+    PeriodicJob("history", every: configuration.historyIntervalSeconds, firstRunAfter: 0) {
+        service.recordHistorySample()
+    },
+    // The rides whose positions are due, four times a second: the delay a ride's push may add to its
+    // interval, and the batch its stores commit in.
+    PeriodicJob("rides", every: 0.25, firstRunAfter: 0.25) { service.storeDueRides() },
+]
+if let sqlite {
+    maintenanceJobs.append(PeriodicJob("checkpoint", every: 1, firstRunAfter: 1) { checkpoint(sqlite) })
+}
+/// The maintenance jobs; the last thing they do is store the newest state of every ride, so that a
+/// restart goes on from where the riders were.
+let maintenance = PeriodicJobs(name: "maintenance", maintenanceJobs) { service.storeDueRides(all: true) }
 
 // Access-log lines are `info`: a quieter log level leaves them out, as it does every info line.
 let accessLog = configuration.accessLog && configuration.logLevel <= .info ? AccessLog.configuration : nil
@@ -372,41 +363,6 @@ HTTPMetrics.register(
 if let sqlite { StorageMetrics.register(in: registry, statistics: sqlite.commitStatistics) }
 if let databaseHealth { StorageMetrics.register(in: registry, pool: databaseHealth) }
 
-signal(SIGTERM, SIG_IGN)
-signal(SIGINT, SIG_IGN)
-/// The push workers' tasks, so that a stop can let each finish its batch first.
-final class PusherHandle: Sendable {
-    let tasks = Mutex<[Task<Void, Never>]>([])
-    let finished = DispatchGroup()
-}
-let pusherHandle = PusherHandle()
-
-/// Stops in reverse order of start: the HTTP server finishes the requests in flight and closes,
-/// the rides are stored, then the pusher finishes its batch and writes its outcomes (what is still queued is sent by the
-/// next start), then the process exits.
-let stopSignals = [SIGTERM, SIGINT].map { DispatchSource.makeSignalSource(signal: $0, queue: .main) }
-for source in stopSignals {
-    source.setEventHandler {
-        logger.info("service.stopping", ["reason": "signal"])
-        DispatchQueue.global().async {
-            server.shutdown()
-            logger.info("http.stopped")
-            // The newest state of every ride, so that a restart goes on from where the riders were.
-            service.storeDueRides(all: true)
-            if !webhooks.stop(timeout: WebhookDispatcher.stopGrace + 2) {
-                logger.warning("webhook.stop_timeout", ["note": "leased deliveries are sent again after the lease"])
-            }
-            for task in pusherHandle.tasks.withLock({ $0 }) { task.cancel() }
-            if pusherHandle.finished.wait(timeout: .now() + 15) == .timedOut {
-                logger.warning("pusher.stop_timeout", ["note": "leased pushes are sent again after the lease"])
-            }
-            logger.info("service.stopped")
-            exit(0)
-        }
-    }
-    source.resume()
-}
-
 var settings: [String: Logger.Value] = ["service.version": .string(deliverydVersion)]
 for (name, value) in configuration.summary { settings["config." + name] = .string(value) }
 logger.info("service.configuration", settings)
@@ -423,13 +379,6 @@ if let sqlite {
 logger.info(
     "apns.transport",
     ["curl.version": .string(CurlLibrary.current.version), "tls.library": .string(CurlLibrary.current.sslVersion)])
-do {
-    try server.start()
-} catch {
-    logger.error("http.start_failed", ["error": .string("\(error)")])
-    exit(1)
-}
-logger.info("http.listening", ["url.full": .string("http://\(server.boundAddress)")])
 
 let signingKey: P256SigningKey?
 let appKeys: [(bundleID: String, key: P256SigningKey, keyID: String, teamID: String)]
@@ -477,31 +426,36 @@ let appTokens = Dictionary(
 
 /// The push workers drain the outbox side by side, each with its own connections and leases (the
 /// claim never gives two workers rows of one activity); a crash or stop mid-batch loses nothing.
-/// A worker's thread blocks while its batch is on the wire; nothing else that must be quick runs on
-/// Swift's default executor (the HTTP server has threads of its own).
-for index in 0..<configuration.pushWorkers {
-    pusherHandle.finished.enter()
-    let task = Task.detached {
-        defer { pusherHandle.finished.leave() }
-        let sender: any PushSender
-        if usesAPNs {
-            do {
-                sender = try APNsClient(caFile: configuration.apnsCAFile)
-            } catch {
-                logger.error("pusher.start_failed", ["error": .string("\(error)")])
-                exit(1)
-            }
-        } else {
-            sender = LogSender()
-        }
-        let worker = PushWorker(
-            store: storage, sender: sender, tokens: tokens, appTokens: appTokens, configuration: pusherConfiguration,
-            owner: "pusher-\(getpid())-\(index)", metrics: pushMetrics,
-            logger: Logger(label: "pusher", minimumLevel: configuration.logLevel), pauses: environmentPauses)
-        await worker.run(signal: outboxSignal) { error in
-            logger.error("pusher.batch_failed", ["error": .string("\(error)")])
-        }
-    }
-    pusherHandle.tasks.withLock { $0.append(task) }
+let pusher = PushService(workers: configuration.pushWorkers, signal: outboxSignal, logger: logger) { index in
+    let sender: any PushSender = usesAPNs ? try APNsClient(caFile: configuration.apnsCAFile) : LogSender()
+    return PushWorker(
+        store: storage, sender: sender, tokens: tokens, appTokens: appTokens, configuration: pusherConfiguration,
+        owner: "pusher-\(getpid())-\(index)", metrics: pushMetrics,
+        logger: Logger(label: "pusher", minimumLevel: configuration.logLevel), pauses: environmentPauses)
 }
-dispatchMain()
+
+/// The process: the services start in this order and stop in the reverse one. The HTTP server stops
+/// first (no new connections, the requests in flight answered), then the maintenance jobs (the rides
+/// stored), the webhooks (attempts in flight finished), the pushers (each finishes its batch and
+/// writes its outcomes; what is still queued is sent by the next start), and the log writer last.
+let services = ServiceGroup(
+    [
+        .init(LogWriterService(), stopTimeout: .seconds(3)),
+        .init(pusher, stopTimeout: .seconds(15)),
+        .init(webhooks, stopTimeout: .seconds(WebhookDispatcher.stopGrace + 5)),
+        .init(maintenance, stopTimeout: .seconds(30)),
+        .init(server, stopTimeout: .seconds(configuration.requestTimeoutSeconds + 10)),
+    ],
+    logger: logger)
+let stopSignals = StopSignals { signal in services.shutdown(reason: signal) }
+logger.info("http.listening", ["url.full": .string("http://\(server.boundAddress)")])
+let outcome = await services.run()
+logger.info(
+    "process.stopped",
+    [
+        "process.clean": .string(outcome.isClean ? "true" : "false"),
+        "process.failed_services": .string(outcome.failed.joined(separator: ",")),
+        "process.late_services": .string(outcome.timedOut.joined(separator: ",")),
+    ])
+LogOutput.standardError.flush()
+exit(outcome.failed.isEmpty ? 0 : 1)
