@@ -102,7 +102,8 @@ public enum Credentials {
     /// - Parameter trackingTokenLifetime: how long after its order ended a tracking token still works.
     /// - Throws: `401 unauthorized` for a missing, malformed, unknown, revoked or expired credential.
     static func authenticate(
-        _ authorization: String?, store: any DeliveryStore, now: Date, trackingTokenLifetime: TimeInterval
+        _ authorization: String?, store: any DeliveryStore, apiKeys: APIKeyCache, now: Date,
+        trackingTokenLifetime: TimeInterval
     ) throws(APIError) -> Caller {
         guard let authorization else { throw .unauthorized("send Authorization: Bearer <key or tracking token>") }
         let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
@@ -135,7 +136,8 @@ public enum Credentials {
             } else {
                 keyID = configuredAdminKeyID
             }
-            guard let record = try store.apiKey(id: keyID), record.revokedAt == nil,
+            guard let record = try apiKeys.record(id: keyID, now: now, read: store.apiKey(id:)),
+                record.revokedAt == nil,
                 ConstantTime.equals(Array(Hex.encode(presentedHash).utf8), Array(record.keyHash.utf8))
             else { throw APIError.unauthorized("unknown or revoked API key") }
             switch record.role {

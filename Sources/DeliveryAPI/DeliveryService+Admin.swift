@@ -74,6 +74,7 @@ extension DeliveryService {
         let id = call.parameter("id")
         if id == ownKey { throw APIError.conflict("a key cannot revoke itself; use another admin key") }
         guard try store.revokeAPIKey(id: id, now: call.now) else { throw APIError.notFound("no such live key") }
+        apiKeys.forget(id)
         return HTTPResponse(status: 204)
     }
 
@@ -108,7 +109,7 @@ extension DeliveryService {
             }
             try reader.finish()
         }
-        return { transaction in
+        return { [ids] transaction in
             let replayed = try transaction.replayDeadLetters(ids: ids, now: call.now)
             return Written {
                 self.json(200, .object(["replayed": .number(Double(replayed))]))

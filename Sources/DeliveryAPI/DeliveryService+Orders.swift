@@ -161,7 +161,7 @@ extension DeliveryService {
     /// `{order, transition}`.
     private func applyChange(
         _ orderID: String, _ call: Call, _ principal: Principal,
-        _ change: @escaping (Order) throws(OrderError) -> ChangeOutcome
+        _ change: @escaping @Sendable (Order) throws(OrderError) -> ChangeOutcome
     ) -> TransactionStep {
         { transaction in
             guard let current = try transaction.lockOrder(id: orderID) else {
@@ -175,6 +175,7 @@ extension DeliveryService {
                 let moved = try transaction.scheduleStarts(orderID: order.id, at: start, now: call.now)
                 startsNow = start <= call.now ? moved : 0
             }
+            let pushesQueued = stored.queuedPushes + startsNow
             return Written {
                 let transition: JSONValue =
                     switch stored.outcome {
@@ -188,7 +189,7 @@ extension DeliveryService {
                 if case .applied(let order, let event) = stored.outcome, event.from != event.to {
                     self.metrics.transitions.increment([event.from.rawValue, order.status.rawValue])
                 }
-                self.wakePusher(stored.queuedPushes + startsNow)
+                self.wakePusher(pushesQueued)
             }
         }
     }

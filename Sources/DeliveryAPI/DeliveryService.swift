@@ -89,6 +89,8 @@ public struct DeliveryService: Sendable {
     let registry: MetricsRegistry
     let metrics: APIMetrics
     let limiters: Limiters
+    /// API keys read in the last second, so that a request does not read its key's row.
+    let apiKeys = APIKeyCache()
     /// Riders' positions between two stores of their rides.
     public let rides: RideTracker
     /// The dashboard's curves, sampled by `recordHistorySample`.
@@ -227,18 +229,18 @@ public struct DeliveryService: Sendable {
     /// A write's transaction as its handler prepares it once the request is read, checked and
     /// authorized: it reads and writes through the handle and returns the answer, which commits with
     /// the change (and, with an `Idempotency-Key`, with the key's record).
-    typealias TransactionStep = (any StoreTransaction) throws -> Written
+    typealias TransactionStep = @Sendable (any StoreTransaction) throws -> Written
 
     /// A write's answer, and what to do once it committed (wake the pusher, count it).
     ///
     /// The answer is built by `respond` after the commit, off the group commit's critical section
     /// (JSON encoding there would serialize every handler's), or inside the transaction when an
     /// `Idempotency-Key` keeps it with the change.
-    struct Written {
-        var respond: () -> HTTPResponse
-        var afterCommit: () -> Void = {}
+    struct Written: Sendable {
+        var respond: @Sendable () -> HTTPResponse
+        var afterCommit: @Sendable () -> Void = {}
 
-        init(_ respond: @escaping () -> HTTPResponse, afterCommit: @escaping () -> Void = {}) {
+        init(_ respond: @escaping @Sendable () -> HTTPResponse, afterCommit: @escaping @Sendable () -> Void = {}) {
             self.respond = respond
             self.afterCommit = afterCommit
         }
@@ -250,18 +252,44 @@ public struct DeliveryService: Sendable {
     }
 
     /// An endpoint whose writes go through `Idempotency` (an `Idempotency-Key` replays them).
+    ///
+    /// Concurrency: the handler thread reads, checks and authorizes the request and queues its
+    /// transaction; it does not wait for the commit. The commit's completion (on the store's thread)
+    /// answers, and the answer goes back to the connection's event loop.
     private func route(
         _ router: inout Router, _ method: String, _ pattern: String,
         writing handler: @escaping @Sendable (Call) throws -> TransactionStep
     ) {
-        let idempotency = self.idempotency
-        route(&router, method, pattern) { call in
-            let written = try idempotency.perform(call.request, scope: call.caller.idempotencyScope, now: call.now) {
-                try handler(call)
+        let service = self
+        router.add(method, pattern) { (request: HTTPRequest, responder: Responder) in
+            let answer: @Sendable (HTTPResponse) -> Void = { responder.respond(Self.withCachePolicy($0)) }
+            do {
+                let now = service.clock()
+                let call = Call(request: request, caller: try service.authenticate(request, now: now), now: now)
+                try service.idempotency.perform(request, scope: call.caller.idempotencyScope, now: now) {
+                    try handler(call)
+                } completion: { result in
+                    switch result {
+                    case .success(let written):
+                        written.afterCommit()
+                        answer(written.respond())
+                    case .failure(let error):
+                        answer(service.errorResponse(to: request, for: error))
+                    }
+                }
+            } catch {
+                answer(service.errorResponse(to: request, for: error))
             }
-            written.afterCommit()
-            return written.respond()
         }
+    }
+
+    /// API answers carry keys, tracking tokens and customers' data: no cache may keep them.
+    private static func withCachePolicy(_ response: HTTPResponse) -> HTTPResponse {
+        var response = response
+        if !response.headers.contains(where: { $0.0 == "Cache-Control" }) {
+            response.headers.append(("Cache-Control", "no-store"))
+        }
+        return response
     }
 
     private func route(
@@ -269,14 +297,7 @@ public struct DeliveryService: Sendable {
         _ handler: @escaping @Sendable (Call) throws -> HTTPResponse
     ) {
         let service = self
-        router.add(method, pattern) { request in
-            var response = service.respond(to: request, handler)
-            // API answers carry keys, tracking tokens and customers' data: no cache may keep them.
-            if !response.headers.contains(where: { $0.0 == "Cache-Control" }) {
-                response.headers.append(("Cache-Control", "no-store"))
-            }
-            return response
-        }
+        router.add(method, pattern) { request in Self.withCachePolicy(service.respond(to: request, handler)) }
     }
 
     /// Authenticates, runs the handler, and turns every failure into its error response.
@@ -285,9 +306,17 @@ public struct DeliveryService: Sendable {
             let now = clock()
             let caller = try authenticate(request, now: now)
             return try handler(Call(request: request, caller: caller, now: now))
-        } catch let error as APIError {
+        } catch {
+            return errorResponse(to: request, for: error)
+        }
+    }
+
+    /// The error answer to a request that failed; storage and unexpected failures go to the log.
+    private func errorResponse(to request: HTTPRequest, for error: any Error) -> HTTPResponse {
+        switch error {
+        case let error as APIError:
             return error.response
-        } catch let error as StorageError {
+        case let error as StorageError:
             if error.code != .limitReached {
                 logger.error(
                     "request.storage_failure",
@@ -297,9 +326,9 @@ public struct DeliveryService: Sendable {
                     ])
             }
             return APIError(error).response
-        } catch let error as OrderError {
+        case let error as OrderError:
             return APIError(error).response
-        } catch {
+        default:
             logger.error(
                 "request.unexpected_failure", ["request.id": .string(request.requestID), "error": .string("\(error)")])
             return APIError.internalError().response
@@ -318,7 +347,8 @@ public struct DeliveryService: Sendable {
         let caller: Caller
         do {
             caller = try Credentials.authenticate(
-                authorization, store: store, now: now, trackingTokenLifetime: configuration.trackingTokenLifetime)
+                authorization, store: store, apiKeys: apiKeys, now: now,
+                trackingTokenLifetime: configuration.trackingTokenLifetime)
         } catch  where error.status == 401 {
             // The failure counts against both; past either limit it is answered 429.
             let keyWait = authorization.flatMap(Credentials.keyID(inAuthorization:)).flatMap {

@@ -44,7 +44,37 @@ final class Idempotency: Sendable {
         _ request: HTTPRequest, scope: String, now: Date,
         _ prepare: () throws -> DeliveryService.TransactionStep
     ) throws -> DeliveryService.Written {
-        guard let key = request.header(Self.headerName) else { return try store.write(try prepare()) }
+        switch try plan(request, scope: scope, now: now, prepare) {
+        case .replay(let written): return written
+        case .write(let transaction): return try store.write(transaction)
+        }
+    }
+
+    /// `perform` without waiting for the commit: `completion` gets the answer once the write
+    /// committed or failed, on a thread of the store's. What fails before the write is queued (a
+    /// malformed key, `prepare`, the replay's read) is thrown, and `completion` is not called.
+    func perform(
+        _ request: HTTPRequest, scope: String, now: Date,
+        _ prepare: () throws -> DeliveryService.TransactionStep,
+        completion: @escaping @Sendable (Result<DeliveryService.Written, any Error>) -> Void
+    ) throws {
+        switch try plan(request, scope: scope, now: now, prepare) {
+        case .replay(let written): completion(.success(written))
+        case .write(let transaction): store.write(transaction, completion: completion)
+        }
+    }
+
+    private enum Plan {
+        case replay(DeliveryService.Written)
+        case write(DeliveryService.TransactionStep)
+    }
+
+    /// The replay of a kept answer, or the transaction to run: the request's own step, wrapped (with
+    /// the header) in the claim of its key and the keeping of its answer.
+    private func plan(
+        _ request: HTTPRequest, scope: String, now: Date, _ prepare: () throws -> DeliveryService.TransactionStep
+    ) throws -> Plan {
+        guard let key = request.header(Self.headerName) else { return .write(try prepare()) }
         guard Self.isWellFormed(key) else {
             throw APIError.badRequest("Idempotency-Key must be 1 to \(Self.maximumKeyLength) visible ASCII characters")
         }
@@ -57,10 +87,12 @@ final class Idempotency: Sendable {
         let context = Array((scope + "\u{1F}" + key + "\u{1F}" + requestHash).utf8)
 
         if let stored = try store.idempotentResponse(principal: scope, key: key, now: now) {
-            return DeliveryService.Written(built: try replay(stored, requestHash: requestHash, context: context))
+            return .replay(
+                DeliveryService.Written(built: try replay(stored, requestHash: requestHash, context: context)))
         }
         let step = try prepare()
-        return try store.write { transaction in
+        let (lifetime, sealingKey) = (lifetime, sealingKey)
+        return .write { [self] transaction in
             let claim = try transaction.claimIdempotencyKey(
                 principal: scope, key: key, requestHash: requestHash, expiresAt: now.addingTimeInterval(lifetime),
                 now: now)

@@ -326,7 +326,7 @@ final class EventLoop {
             switch execution {
             case .inline:
                 connection.machine.handlerFinished(handler(request), now: now, into: &actions)
-            case .pool:
+            case .pool, .deferred:
                 // Only pooled handlers get ids: they do the work (writes, pushes) worth tracing;
                 // inline answers come from memory and stay as cheap as possible.
                 request.requestID = recorder.requestID(
@@ -339,8 +339,19 @@ final class EventLoop {
                 let (mailbox, fd, generation, finalRequest) = (
                     self.mailbox, connection.fd, connection.generation, request
                 )
-                handlerPool.submit {
-                    mailbox.post(.init(fd: fd, generation: generation, response: handler(finalRequest)))
+                if case .deferred(let start) = execution {
+                    // The handler returns once its write is queued; the commit's completion answers.
+                    handlerPool.submit {
+                        start(
+                            finalRequest,
+                            Responder { response in
+                                mailbox.post(.init(fd: fd, generation: generation, response: response))
+                            })
+                    }
+                } else {
+                    handlerPool.submit {
+                        mailbox.post(.init(fd: fd, generation: generation, response: handler(finalRequest)))
+                    }
                 }
             }
         }

@@ -6,19 +6,27 @@
 /// ```
 public struct Router: Sendable {
     public typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse
+    /// A handler that answers through its `Responder`, possibly later and from another thread: a
+    /// write hands its transaction to the store and returns, and the commit's completion answers,
+    /// so that no thread waits for the disk.
+    public typealias DeferredHandler = @Sendable (HTTPRequest, Responder) -> Void
 
     /// Where a handler runs. `inline` handlers run on the event loop and must not block (health
     /// checks, answers from memory); `pool` handlers run on a worker thread, so a slow one (a disk
-    /// write) never stalls other connections.
+    /// read) never stalls other connections; `deferred` ones start on a worker thread and answer
+    /// whenever their responder is called.
     public enum Execution: Sendable {
         case inline
         case pool
+        case deferred(DeferredHandler)
     }
 
     /// The outcome of a lookup.
     public enum Resolution: Sendable {
         /// `route` is the route's index in `registeredRoutes`, whose pattern (`/v1/orders/{id}`) is a
         /// label of bounded cardinality.
+        /// For a deferred route, `Handler` waits for its answer: what a caller with a thread to spare
+        /// (a test) may call; the event loops use the `deferred` handler of `execution`.
         case found(Handler, parameters: [String: String], execution: Execution, route: Int)
         case notFound
         case methodNotAllowed(allow: [String])
@@ -58,6 +66,13 @@ public struct Router: Sendable {
         }
         routes.append(
             Route(method: method, pattern: pattern, segments: segments, execution: execution, handler: handler))
+    }
+
+    /// Registers a handler that answers through its responder (see `DeferredHandler`).
+    public mutating func add(_ method: String, _ pattern: String, deferred handler: @escaping DeferredHandler) {
+        add(method, pattern, execution: .deferred(handler)) { request in
+            Responder.waitForAnswer(of: handler, to: request)
+        }
     }
 
     /// Every registered `(method, pattern)`, for documentation checks.

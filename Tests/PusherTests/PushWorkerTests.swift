@@ -236,8 +236,16 @@ struct LogSenderTests {
         #expect(try store.outboxDepth().count == 0)
         #expect(try store.pushLog(orderID: "o-2").map(\.reason) == ["not_delivered_log_sender"])
         #expect(lines.values.count == 1)
-        #expect(lines.values[0].contains(#""message":"push.not_delivered""#))
-        #expect(lines.values[0].contains("01234567") && !lines.values[0].contains("0123456789abcdef0123"))
+        let line = try #require(
+            try JSONSerialization.jsonObject(with: Data(lines.values[0].utf8)) as? [String: Any])
+        #expect(line["message"] as? String == "push.not_delivered")
+        #expect(line["level"] as? String == "info")
+        #expect(line["device.token.prefix"] as? String == "01234567")
+        #expect(!lines.values[0].contains("0123456789abcdef0123"))
+        // The payload is the push's own JSON, whole, as a string.
+        let payload = try #require(line["payload"] as? String)
+        let aps = try #require(try JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])
+        #expect(aps["aps"] != nil)
     }
 }
 

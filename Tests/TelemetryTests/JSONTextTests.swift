@@ -1,0 +1,27 @@
+import Foundation
+import Testing
+
+@testable import Telemetry
+
+@Suite("JSON text")
+struct JSONTextTests {
+    /// Whatever the text (quotes, backslashes, control characters, non-ASCII), a JSON parser reads
+    /// back exactly the text written.
+    @Test(arguments: ["plain", #"a "quoted" \ path"#, "line\nbreak\r\ttab\u{01}\u{1f}", "Café 🚲 ✓", ""])
+    func quotedTextReadsBackUnchanged(_ text: String) throws {
+        var bytes = Array("[".utf8)
+        JSONText.appendQuoted(text, to: &bytes)
+        bytes.append(UInt8(ascii: "]"))
+        let parsed = try JSONSerialization.jsonObject(with: Data(bytes)) as? [String]
+        #expect(parsed == [text])
+    }
+
+    @Test func fieldsMakeAnObject() throws {
+        var bytes = Array("{".utf8)
+        JSONText.appendField("a", "1", to: &bytes, first: true)
+        JSONText.appendField("b.c", "x\"y", to: &bytes)
+        bytes.append(UInt8(ascii: "}"))
+        let parsed = try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: String]
+        #expect(parsed == ["a": "1", "b.c": "x\"y"])
+    }
+}
