@@ -22,6 +22,14 @@ final class TestServer: Sendable {
     /// `GET /held` signals `entered` when its handler starts, and answers once `held` is signalled.
     let held = DispatchSemaphore(value: 0)
     let entered = DispatchSemaphore(value: 0)
+    /// `POST /later` parks its body and responder here and returns; the test answers them.
+    let parked = Parked()
+
+    final class Parked: Sendable {
+        private let entries = Mutex<[(body: [UInt8], responder: Responder)]>([])
+        func append(_ entry: (body: [UInt8], responder: Responder)) { entries.withLock { $0.append(entry) } }
+        var all: [(body: [UInt8], responder: Responder)] { entries.withLock { $0 } }
+    }
 
     init(
         _ configuration: HTTPServerConfiguration = HTTPServerConfiguration(
@@ -52,6 +60,11 @@ final class TestServer: Sendable {
             held.wait()
             return HTTPResponse(status: 200, body: Array("held".utf8))
         }
+        let parked = self.parked
+        router.add("POST", "/later") { request, responder in
+            parked.append((request.body, responder))
+        }
+        router.add("GET", "/forgotten") { _, _ in }
         let log = self.log
         let output = LogOutput { batch in
             let lines = String(decoding: batch, as: UTF8.self).split(separator: "\n").map(String.init)
@@ -103,6 +116,43 @@ struct ServerSocketTests {
         #expect(connection.readResponse()?.body == "slow")
         #expect(connection.readResponse()?.body == #"{"status":"ok"}"#)
         #expect(connection.readResponse()?.body == "abc")
+    }
+
+    /// Deferred handlers hold no thread while they wait: with one handler thread, three requests
+    /// wait together, and each gets its own answer, sent later from another thread.
+    @Test(.timeLimit(.minutes(1))) func deferredAnswersHoldNoHandlerThread() throws {
+        var configuration = HTTPServerConfiguration(address: ListenAddress(host: "127.0.0.1", port: 0))
+        configuration.handlerThreads = 1
+        let test = try TestServer(configuration)
+        defer { test.server.shutdown() }
+        let connections = try (0..<3).map { _ in try RawConnection(port: test.port) }
+        for (index, connection) in connections.enumerated() {
+            connection.send("POST /later HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\n\r\n\(index)")
+        }
+        while test.parked.all.count < 3 { usleep(1_000) }
+        let answering = Thread {
+            for (body, responder) in test.parked.all {
+                responder.respond(HTTPResponse(status: 201, body: Array("answer ".utf8) + body))
+            }
+        }
+        answering.start()
+        for (index, connection) in connections.enumerated() {
+            let response = try #require(connection.readResponse())
+            #expect(response.status == 201)
+            #expect(response.body == "answer \(index)")
+        }
+        #expect(try test.stillServes())
+    }
+
+    /// A deferred handler that drops its responder without answering gets `500 internal` sent for it.
+    @Test func aForgottenAnswerIsAnInternalError() throws {
+        let test = try TestServer()
+        defer { test.server.shutdown() }
+        let connection = try RawConnection(port: test.port)
+        connection.send("GET /forgotten HTTP/1.1\r\nHost: t\r\n\r\n")
+        let response = try #require(connection.readResponse())
+        #expect(response.status == 500)
+        #expect(response.body.contains(#""code":"internal""#))
     }
 
     /// `Connection: close` and HTTP/1.0 get one answer with `Connection: close`, then the server closes.
