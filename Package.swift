@@ -61,6 +61,8 @@ let package = Package(
         .target(name: "Cryptography", dependencies: ["COpenSSL"], swiftSettings: strictSettings),
 
         // Metrics and structured logs, shared by the edges.
+        .target(name: "JSONSyntax", swiftSettings: strictSettings),
+
         .target(name: "Telemetry", swiftSettings: strictSettings),
 
         // The edges.
@@ -71,7 +73,7 @@ let package = Package(
         ),
         .target(
             name: "Storage",
-            dependencies: ["OrderDomain", "CSQLite"],
+            dependencies: ["OrderDomain", "JSONSyntax", "CSQLite"],
             // The SQL migrations (`db/` links here) ship with the binary as a resource.
             resources: [.copy("Migrations")],
             swiftSettings: strictSettings
@@ -86,7 +88,7 @@ let package = Package(
             name: "Pusher",
             dependencies: [
                 "OrderDomain", "DeliveryActivityContract", "Projection", "Storage", "Cryptography", "Telemetry",
-                "Lifecycle", "CCurl",
+                "Lifecycle", "JSONSyntax", "CCurl",
             ],
             swiftSettings: strictSettings
         ),
@@ -100,7 +102,7 @@ let package = Package(
             name: "DeliveryAPI",
             dependencies: [
                 "OrderDomain", "DeliveryActivityContract", "Projection", "HTTPServer", "Storage", "Pusher",
-                "Cryptography", "Telemetry", "Webhooks",
+                "Cryptography", "Telemetry", "Webhooks", "JSONSyntax",
             ],
             // The admin dashboard page ships with the binary.
             resources: [.copy("Resources/admin.html")],
@@ -143,6 +145,7 @@ let package = Package(
 
         .testTarget(name: "OrderDomainTests", dependencies: ["OrderDomain"], swiftSettings: strictSettings),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry"], swiftSettings: strictSettings),
+        .testTarget(name: "JSONSyntaxTests", dependencies: ["JSONSyntax"], swiftSettings: strictSettings),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Telemetry"], swiftSettings: strictSettings),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"], swiftSettings: strictSettings),
         .testTarget(

@@ -1,8 +1,9 @@
 import Foundation
+import JSONSyntax
 
 /// A JSON document as the API reads request bodies and writes responses.
 ///
-/// Reading goes through `JSONDecoder` (strict RFC 8259); writing is ours so that output is
+/// Reading goes through `JSONParser` (strict RFC 8259); writing is ours so that output is
 /// deterministic (object keys sorted) and projection bytes can be embedded verbatim (`fragment`).
 enum JSONValue: Sendable, Hashable {
     case null
@@ -27,12 +28,20 @@ enum JSONValue: Sendable, Hashable {
             throw .invalidJSON("the body nests arrays and objects deeper than \(Self.maximumDepth) levels")
         }
         do {
-            return try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
-        } catch let DecodingError.dataCorrupted(context) {
-            let detail = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
-            throw .invalidJSON("the body is not valid JSON" + (detail.map { ": \($0)" } ?? ""))
+            return JSONValue(try JSONParser.parse(bytes, maximumDepth: Self.maximumDepth))
         } catch {
-            throw .invalidJSON("the body is not valid JSON")
+            throw .invalidJSON("the body is not valid JSON: \(error)")
+        }
+    }
+
+    init(_ parsed: ParsedJSON) {
+        switch parsed {
+        case .null: self = .null
+        case .bool(let value): self = .bool(value)
+        case .number(let value): self = .number(value)
+        case .string(let value): self = .string(value)
+        case .array(let values): self = .array(values.map(JSONValue.init))
+        case .object(let members): self = .object(members.mapValues(JSONValue.init))
         }
     }
 
@@ -106,40 +115,7 @@ enum JSONValue: Sendable, Hashable {
     }
 
     private static func writeString(_ value: String, into output: inout [UInt8]) {
-        output.append(UInt8(ascii: "\""))
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): output.append(contentsOf: #"\""#.utf8)
-            case UInt8(ascii: "\\"): output.append(contentsOf: #"\\"#.utf8)
-            case UInt8(ascii: "\n"): output.append(contentsOf: #"\n"#.utf8)
-            case UInt8(ascii: "\r"): output.append(contentsOf: #"\r"#.utf8)
-            case UInt8(ascii: "\t"): output.append(contentsOf: #"\t"#.utf8)
-            case 0..<0x20:
-                let hex = String(byte, radix: 16)
-                output.append(contentsOf: ("\\u" + String(repeating: "0", count: 4 - hex.count) + hex).utf8)
-            default: output.append(byte)
-            }
-        }
-        output.append(UInt8(ascii: "\""))
-    }
-}
-
-extension JSONValue: Decodable {
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .number(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
-            self = .array(value)
-        } else {
-            self = .object(try container.decode([String: JSONValue].self))
-        }
+        JSONText.appendQuoted(value, to: &output)
     }
 }
 

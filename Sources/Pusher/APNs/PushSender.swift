@@ -1,4 +1,5 @@
 internal import Foundation
+internal import JSONSyntax
 internal import Telemetry
 
 /// Sends a batch of pushes and answers for each, in order. The worker's thread owns its sender.

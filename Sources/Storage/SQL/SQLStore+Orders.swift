@@ -1,4 +1,5 @@
 public import FoundationEssentials
+internal import JSONSyntax
 public import OrderDomain
 
 /// The answer of `createOrder`: a new order, or the one this merchant already has under that number.
@@ -224,8 +225,7 @@ extension StoreSQL {
     }
 
     static func encode(_ order: Order) -> [DatabaseValue] {
-        let items = order.items.map { StoredItem(name: $0.name, quantity: $0.quantity, price: $0.price) }
-        let itemsJSON = (try? JSONEncoder().encode(items)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+        let itemsJSON = StoredItems.encode(order.items)
         return [
             .text(order.id), .text(order.merchantID), .text(order.number), .text(order.merchantName), .text(itemsJSON),
             .text(order.customer.id), .text(order.customer.name), .text(order.customer.phone),
@@ -257,8 +257,7 @@ extension StoreSQL {
     /// - Parameter withItems: `false` leaves `items` empty, for readers that never show them (the
     ///   pusher's projection): decoding the items' JSON is most of the cost of reading an order.
     static func decodeOrder(_ row: any DatabaseRow, withItems: Bool) throws -> Order {
-        let items =
-            withItems ? try JSONDecoder().decode([StoredItem].self, from: Data(try row.text("items_json").utf8)) : []
+        let items = withItems ? try StoredItems.decode(try row.text("items_json")) : []
         let id = try row.text("id")
         let statusText = try row.text("status")
         guard let status = OrderStatus(rawValue: statusText) else {
@@ -277,7 +276,7 @@ extension StoreSQL {
         return Order(
             id: id, merchantID: try row.text("merchant_id"), number: try row.text("number"),
             merchantName: try row.text("merchant_name"),
-            items: items.map { LineItem(name: $0.name, quantity: $0.quantity, price: $0.price) },
+            items: items,
             customer: Customer(
                 id: try row.text("customer_id"), name: try row.text("customer_name"),
                 phone: try row.text("customer_phone"), locale: try row.text("customer_locale")),
@@ -312,9 +311,48 @@ public struct RideUpdate: Sendable, Hashable {
     }
 }
 
-/// A line item as stored in `orders.items_json`.
-private struct StoredItem: Codable {
-    let name: String
-    let quantity: Int
-    let price: Double
+/// Line items as stored in `orders.items_json`: `[{"name":…,"price":…,"quantity":…}]`. Read on every
+/// locked order of a status change, so neither way goes through Foundation's coders; rows written by
+/// earlier versions (`JSONEncoder`, any key order, `\/` escapes) read the same.
+enum StoredItems {
+    static func encode(_ items: [LineItem]) -> String {
+        var bytes: [UInt8] = [UInt8(ascii: "[")]
+        for (index, item) in items.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes.append(UInt8(ascii: "{"))
+            JSONText.appendField("name", item.name, to: &bytes, first: true)
+            bytes += Array(",\"price\":".utf8)
+            bytes += Array(number(item.price).utf8)
+            bytes += Array(",\"quantity\":".utf8)
+            bytes += Array(String(item.quantity).utf8)
+            bytes.append(UInt8(ascii: "}"))
+        }
+        bytes.append(UInt8(ascii: "]"))
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    static func decode(_ text: String) throws(StorageError) -> [LineItem] {
+        let parsed: ParsedJSON
+        do {
+            parsed = try JSONParser.parse(Array(text.utf8))
+        } catch {
+            throw StorageError("an order's items are not valid JSON: \(error)")
+        }
+        guard case .array(let elements) = parsed else { throw StorageError("an order's items are not a JSON array") }
+        var items: [LineItem] = []
+        items.reserveCapacity(elements.count)
+        for element in elements {
+            guard case .object(let fields) = element, case .string(let name)? = fields["name"],
+                case .number(let quantity)? = fields["quantity"], let count = Int(exactly: quantity),
+                case .number(let price)? = fields["price"]
+            else { throw StorageError("an order's item is not {name, quantity, price}") }
+            items.append(LineItem(name: name, quantity: count, price: price))
+        }
+        return items
+    }
+
+    /// A price as JSON: whole numbers without a fraction, others in Swift's shortest exact form.
+    private static func number(_ value: Double) -> String {
+        value.isFinite ? (value.rounded() == value && abs(value) < 9e15 ? String(Int64(value)) : "\(value)") : "0"
+    }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import Telemetry
+@testable import JSONSyntax
 
 @Suite("JSON text")
 struct JSONTextTests {
