@@ -1,5 +1,6 @@
 import Foundation
 import JSONSyntax
+import Telemetry
 
 /// A JSON document as the API reads request bodies and writes responses.
 ///
@@ -140,7 +141,7 @@ enum RFC3339 {
     private static let withFraction = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
     private static let withoutFraction = Date.ISO8601FormatStyle()
 
-    static func format(_ date: Date) -> String { withFraction.format(date) }
+    static func format(_ date: Date) -> String { RFC3339Time.format(date) }
 
     /// Parses `2026-12-02T12:30:00Z`, with or without fractional seconds, `Z` or a numeric offset.
     static func parse(_ text: String) -> Date? {

@@ -77,7 +77,7 @@ public struct Logger: Sendable {
     /// The JSON text of one line, fields in sorted order after the fixed ones.
     public static func line(time: Date, level: Level, label: String, message: String, fields: [String: Value]) -> String
     {
-        var line = "{\"time\":\"\(time.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))\""
+        var line = "{\"time\":\"" + RFC3339Time.format(time) + "\""
         line += ",\"level\":\"\(level)\",\"logger\":\(quoted(label)),\"message\":\(quoted(message))"
         for key in fields.keys.sorted() {
             line += "," + quoted(key) + ":"

@@ -44,7 +44,7 @@ struct Configuration: Sendable {
     var personalDataRetentionDays = 30
     var trustedProxies = TrustedProxies()
     var eventLoops = 2
-    var handlerThreads = 64
+    var handlerThreads = 8
     var requestTimeoutSeconds = 10
     var idleTimeoutSeconds = 60
     var pushLeaseSeconds = 30
@@ -397,7 +397,7 @@ struct Configuration: Sendable {
         ),
         integerSetting(
             flag: "--handler-threads", environment: "DELIVERYD_HANDLER_THREADS", range: 1...1024,
-            help: "threads running API handlers; this many writes can wait for one disk sync together (default 64)",
+            help: "threads that read and check requests and run the reads; no write waits on one (default 8)",
             keyPath: \.handlerThreads
         ),
         integerSetting(
