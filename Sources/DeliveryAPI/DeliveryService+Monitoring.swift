@@ -33,8 +33,28 @@ extension DeliveryService {
             }
             history = self.history.json(sinceMilliseconds: milliseconds)
         } else if query["history"] != nil {
-            history = self.history.json()
+            history = statsSnapshots.history { self.history.json() }
         }
+        var body = try statsSnapshots.summary { try statsSummary(now: clock()) }
+        if let history {
+            // The summary is one JSON object: the history goes in as its last member.
+            body.removeLast()
+            body += Array(#","history":"#.utf8) + history + [UInt8(ascii: "}")]
+        }
+        return json(200, .fragment(body))
+    }
+
+    /// Rebuilds the dashboard's snapshots while someone looks at them (a maintenance job, every second).
+    public func refreshStatsSnapshots() {
+        do {
+            try statsSnapshots.refresh(summary: { try statsSummary(now: clock()) }, history: { history.json() })
+        } catch {
+            logger.warning("stats.refresh_failed", ["error": .string("\(error)")])
+        }
+    }
+
+    /// Everything the dashboard shows but the history, as one JSON object.
+    private func statsSummary(now: Date) throws -> [UInt8] {
         let families = registry.snapshot()
         func family(_ name: String) -> MetricsRegistry.Family? { families.first { $0.name == name } }
         func total(_ name: String, where matches: ([String: String]) -> Bool = { _ in true }) -> Double {
@@ -114,24 +134,23 @@ extension DeliveryService {
             .object([
                 "status": .string(entry.status.rawValue), "orderId": .string(entry.orderID),
                 "merchantId": .string(entry.merchantID), "number": .string(entry.number), "since": .time(entry.since),
-                "waitingSeconds": .number(max(0, call.now.timeIntervalSince(entry.since)).rounded()),
+                "waitingSeconds": .number(max(0, now.timeIntervalSince(entry.since)).rounded()),
                 "ordersInStatus": .number(Double(entry.count)),
             ])
         }
         var members: [String: JSONValue] = [
-            "generatedAt": .time(call.now), "summary": .object(summary), "recentFailures": .array(failures),
+            "generatedAt": .time(now), "summary": .object(summary), "recentFailures": .array(failures),
             "stuckOrders": .array(stuck), "metrics": .array(families.map(Self.familyJSON)),
             "node": .object([
                 "name": .string(configuration.nodeName),
                 "pid": .number(Double(ProcessInfo.processInfo.processIdentifier)),
                 "startedAt": .time(startedAt),
             ]),
-            "sending": Self.sendingJSON(sendingStatus(call.now)),
+            "sending": Self.sendingJSON(sendingStatus(now)),
             "merchants": .array(try merchantBreakdown(family("deliveryd_merchant_pushes_total"))),
             "webhookEndpoints": .array(try unhealthyWebhookEndpoints()),
         ]
-        if let history { members["history"] = .fragment(history) }
-        return json(200, .object(members))
+        return JSONValue.object(members).encoded
     }
 
     /// The webhook endpoints that need a look, at most 50: disabled ones first, then those failing

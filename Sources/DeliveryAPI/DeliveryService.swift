@@ -28,6 +28,8 @@ public struct DeliveryServiceConfiguration: Sendable {
     public var historyStep: TimeInterval
     /// The name this process goes by on the dashboard: with several nodes, each keeps its own history.
     public var nodeName: String
+    /// How old the dashboard's answer may be (see `StatsSnapshots`); zero builds each on its request.
+    public var statsMaximumAge: TimeInterval
     /// The database connections' state, for `/readyz` (a PostgreSQL pool; `nil` for SQLite).
     public var databaseHealth: (@Sendable () -> ConnectionPoolHealth)?
     /// How long after APNs accepted a push-to-start its activity must have registered an update
@@ -55,8 +57,9 @@ public struct DeliveryServiceConfiguration: Sendable {
         trackingTokenLifetime: TimeInterval = 7 * 86_400, rateLimits: RateLimits = RateLimits(),
         ridePushInterval: TimeInterval = 30, historyStep: TimeInterval = 10, nodeName: String = "deliveryd",
         databaseHealth: (@Sendable () -> ConnectionPoolHealth)? = nil, startRegistrationTimeout: TimeInterval = 120,
-        webhookPolicy: WebhookURLPolicy = WebhookURLPolicy()
+        webhookPolicy: WebhookURLPolicy = WebhookURLPolicy(), statsMaximumAge: TimeInterval = 0
     ) {
+        self.statsMaximumAge = statsMaximumAge
         self.webhookPolicy = webhookPolicy
         self.databaseHealth = databaseHealth
         self.startRegistrationTimeout = startRegistrationTimeout
@@ -89,6 +92,8 @@ public struct DeliveryService: Sendable {
     let registry: MetricsRegistry
     let metrics: APIMetrics
     let limiters: Limiters
+    /// The dashboard's answers, refreshed off the request path while someone looks.
+    let statsSnapshots: StatsSnapshots
     /// API keys read in the last second, so that a request does not read its key's row.
     let apiKeys = APIKeyCache()
     /// Riders' positions between two stores of their rides.
@@ -123,6 +128,7 @@ public struct DeliveryService: Sendable {
         sendingStatus: @escaping @Sendable (Date) -> PushSendingStatus = { _ in .logSender }
     ) {
         self.history = DashboardHistory.make(step: configuration.historyStep)
+        self.statsSnapshots = StatsSnapshots(maximumAge: .milliseconds(Int(configuration.statsMaximumAge * 1000)))
         self.sendingStatus = sendingStatus
         self.startedAt = clock()
         self.store = store

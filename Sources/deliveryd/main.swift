@@ -274,7 +274,7 @@ let service = DeliveryService(
         historyStep: configuration.historyIntervalSeconds,
         nodeName: configuration.nodeName ?? ProcessInfo.processInfo.hostName, databaseHealth: databaseHealth,
         startRegistrationTimeout: Double(configuration.startRegistrationTimeoutSeconds),
-        webhookPolicy: webhookPolicy),
+        webhookPolicy: webhookPolicy, statsMaximumAge: 1),
     sealingKey: sealingKey, outboxSignal: outboxSignal, registry: registry,
     logger: Logger(label: "api", minimumLevel: configuration.logLevel),
     sendingStatus: { now in
@@ -315,6 +315,8 @@ var maintenanceJobs = [
     // The rides whose positions are due, four times a second: the delay a ride's push may add to its
     // interval, and the batch its stores commit in.
     PeriodicJob("rides", every: 0.25, firstRunAfter: 0.25) { service.storeDueRides() },
+    // The dashboard's answer, rebuilt while someone looks at it: requests find a fresh one.
+    PeriodicJob("stats", every: 1, firstRunAfter: 1) { service.refreshStatsSnapshots() },
 ]
 if let sqlite {
     maintenanceJobs.append(PeriodicJob("checkpoint", every: 1, firstRunAfter: 1) { checkpoint(sqlite) })
