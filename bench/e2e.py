@@ -517,6 +517,7 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
             poller.join()
             stats = {"stats_p99_ms": round(percentile(poller.latencies_ms, 0.99), 2),
                      "stats_p50_ms": round(percentile(poller.latencies_ms, 0.5), 2),
+                     "stats_p90_ms": round(percentile(poller.latencies_ms, 0.9), 2),
                      "stats_polls": len(poller.latencies_ms), "stats_bytes": poller.bytes,
                      "history_samples": StatsPoller.samples(server.port)}
         rss = rss_mb(server.process.pid)

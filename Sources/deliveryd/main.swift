@@ -274,7 +274,7 @@ let service = DeliveryService(
         historyStep: configuration.historyIntervalSeconds,
         nodeName: configuration.nodeName ?? ProcessInfo.processInfo.hostName, databaseHealth: databaseHealth,
         startRegistrationTimeout: Double(configuration.startRegistrationTimeoutSeconds),
-        webhookPolicy: webhookPolicy, statsMaximumAge: 1),
+        webhookPolicy: webhookPolicy, statsMaximumAge: 2),
     sealingKey: sealingKey, outboxSignal: outboxSignal, registry: registry,
     logger: Logger(label: "api", minimumLevel: configuration.logLevel),
     sendingStatus: { now in
