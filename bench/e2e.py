@@ -434,6 +434,25 @@ class StatsPoller(threading.Thread):
             self.bytes = len(payload)
 
 
+def writer_figures(server):
+    """deliveryd's SQLite writer counters from /metrics, or None for a server without them."""
+    if not isinstance(server, Deliveryd) or getattr(server, "name", "") != "deliveryd":
+        return None
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    connection.request("GET", "/metrics", headers={"Authorization": f"Bearer {ADMIN}"})
+    text = connection.getresponse().read().decode()
+    connection.close()
+    names = {"deliveryd_storage_commits_total": "commits", "deliveryd_storage_writes_total": "writes",
+             "deliveryd_storage_sync_seconds_total": "sync",
+             "deliveryd_storage_transaction_seconds_total": "transaction"}
+    figures = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] in names:
+            figures[names[parts[0]]] = float(parts[1])
+    return figures if len(figures) == len(names) else None
+
+
 def wait_for_empty_outbox(server, timeout=300):
     """Waits until the server has no push left to send (or `timeout` passed); returns what is left."""
     with server.reader() as connection:
@@ -504,6 +523,7 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
             poller.start()
         since_ms = int(time.time() * 1000)
         cpu_before = cpu_seconds(server.process.pid)
+        writer_before = writer_figures(server)
         started = time.time()
         posters = wrk("status.lua", server.port, connections, 2, DURATION,
                       {"ORDERS_FILE": f"{work}/orders.txt", "MERCHANT_KEY": merchant, "RIDER_KEY": rider})
@@ -511,6 +531,7 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
             if pollers else None
         status = wrk_result(posters)
         poll = wrk_result(polls) if polls else None
+        writer_after = writer_figures(server)
         stats = None
         if poller:
             poller.stopping.set()
@@ -549,6 +570,16 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
     }
     if stats:
         result.update(stats)
+    if writer_before and writer_after:
+        # The SQLite writer during the load: writes per commit, the disk's sync per commit, and the
+        # share of the load's wall time the writer connection was in a transaction.
+        commits = writer_after["commits"] - writer_before["commits"]
+        if commits:
+            result["writes_per_commit"] = round((writer_after["writes"] - writer_before["writes"]) / commits, 1)
+            result["sync_ms_per_commit"] = round(
+                1000 * (writer_after["sync"] - writer_before["sync"]) / commits, 2)
+            result["writer_busy"] = round(
+                (writer_after["transaction"] - writer_before["transaction"]) / (status["duration_us"] / 1e6), 2)
     if webhooks is not None:
         result["webhooks_delivered"] = webhooks
     if status["status_errors"]:
@@ -648,7 +679,7 @@ def main():
 def report(results):
     columns = ["changes_per_s", "post_p50_ms", "post_p99_ms", "post_p999_ms", "poll_p99_ms",
                "commit_to_apns_p50_ms", "commit_to_apns_p99_ms", "cpu_s_per_1000_changes", "rss_mb", "connections",
-               "errors", "backlog_left"]
+               "errors", "backlog_left", "writes_per_commit", "sync_ms_per_commit", "writer_busy"]
     print(f"{'run':<14}" + "".join(f"{column:>24}" for column in columns))
     for name, result in results.items():
         print(f"{name:<14}" + "".join(f"{str(result.get(column)):>24}" for column in columns))

@@ -117,11 +117,18 @@ public enum StorageMetrics {
             "deliveryd_storage_writes_total", help: "Writes carried by those transactions (requests, push outcomes).")
         let largest = registry.gauge(
             "deliveryd_storage_largest_commit_writes", help: "The most writes one transaction carried so far.")
+        let transactionSeconds = registry.counter(
+            "deliveryd_storage_transaction_seconds_total",
+            help: "Time the writer connection spent in transactions (BEGIN to the end of COMMIT).")
+        let syncSeconds = registry.counter(
+            "deliveryd_storage_sync_seconds_total", help: "Of that, time spent in COMMIT: the disk's sync.")
         registry.addCollector {
             let current = statistics.snapshot
             commits.setAll([([], Double(current.commits))])
             writes.setAll([([], Double(current.writes))])
             largest.set(Double(current.largest))
+            transactionSeconds.setAll([([], current.transactionSeconds)])
+            syncSeconds.setAll([([], current.syncSeconds)])
         }
     }
 }

@@ -62,8 +62,11 @@ final class GroupCommitter: Sendable {
                 queue.waiting.removeFirst(count)
                 return group
             }
-            withConnection { connection in Self.run(group, on: connection) }
-            statistics.record(groupSize: group.count)
+            let started = ContinuousClock.now
+            var syncTime = Duration.zero
+            withConnection { connection in syncTime = Self.run(group, on: connection) }
+            statistics.record(
+                groupSize: group.count, transactionTime: ContinuousClock.now - started, syncTime: syncTime)
             let next = queue.withLock { queue -> PendingWrite? in
                 guard let next = queue.waiting.first else {
                     queue.leaderActive = false
@@ -86,12 +89,13 @@ final class GroupCommitter: Sendable {
     }
 
     /// One transaction for `group`: a savepoint per write, one COMMIT for all.
-    private static func run(_ group: [PendingWrite], on connection: SQLiteConnection) {
+    /// - Returns: how long the COMMIT took (the disk's sync, with `synchronous=FULL`).
+    private static func run(_ group: [PendingWrite], on connection: SQLiteConnection) -> Duration {
         do {
             try connection.execute("BEGIN IMMEDIATE")
         } catch {
             for write in group { write.fail(error) }
-            return
+            return .zero
         }
         for (index, write) in group.enumerated() {
             do {
@@ -104,7 +108,7 @@ final class GroupCommitter: Sendable {
                     let error = write.failure ?? StorageError("the transaction was rolled back")
                     for earlier in group[..<index] { earlier.fail(error) }
                     for later in group[(index + 1)...] { later.fail(error) }
-                    return
+                    return .zero
                 } else {
                     try connection.cached("ROLLBACK TO grouped_write").run([])
                     try connection.cached("RELEASE grouped_write").run([])
@@ -112,15 +116,17 @@ final class GroupCommitter: Sendable {
             } catch {
                 if !connection.isAutocommit { try? connection.execute("ROLLBACK") }
                 for other in group { other.fail(error) }
-                return
+                return .zero
             }
         }
+        let committing = ContinuousClock.now
         do {
             try connection.execute("COMMIT")
         } catch {
             if !connection.isAutocommit { try? connection.execute("ROLLBACK") }
             for write in group { write.fail(error) }
         }
+        return ContinuousClock.now - committing
     }
 }
 
@@ -178,16 +184,35 @@ final class PendingWrite: @unchecked Sendable {
 
 /// How many writes each commit carried, read by the metrics.
 public final class GroupCommitStatistics: Sendable {
-    private let counts = Mutex<(commits: Int, writes: Int, largest: Int)>((0, 0, 0))
+    /// What the writer did since start.
+    public struct Snapshot: Sendable {
+        /// Transactions committed (or failed), each one disk sync.
+        public var commits = 0
+        /// The writes those transactions carried.
+        public var writes = 0
+        /// The most writes one transaction carried.
+        public var largest = 0
+        /// Time the writer connection spent in transactions, from BEGIN to the end of COMMIT.
+        public var transactionSeconds: Double = 0
+        /// Of that, time in COMMIT: the disk's sync.
+        public var syncSeconds: Double = 0
+    }
 
-    func record(groupSize: Int) {
+    private let counts = Mutex(Snapshot())
+
+    func record(groupSize: Int, transactionTime: Duration, syncTime: Duration) {
         counts.withLock { counts in
             counts.commits += 1
             counts.writes += groupSize
             counts.largest = max(counts.largest, groupSize)
+            counts.transactionSeconds += Self.seconds(transactionTime)
+            counts.syncSeconds += Self.seconds(syncTime)
         }
     }
 
-    /// Transactions committed (or failed), the writes they carried, and the largest group seen.
-    public var snapshot: (commits: Int, writes: Int, largest: Int) { counts.withLock { $0 } }
+    private static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    public var snapshot: Snapshot { counts.withLock { $0 } }
 }

@@ -43,6 +43,9 @@ struct GroupCommitTests {
         #expect(after.writes - before.writes == orderCount * 3)
         #expect(after.commits - before.commits <= orderCount * 3)
         #expect(after.largest >= 1 && after.largest <= 256)
+        // The writer's time is counted, the sync (COMMIT) being part of it.
+        #expect(after.syncSeconds > before.syncSeconds)
+        #expect(after.transactionSeconds - before.transactionSeconds >= after.syncSeconds - before.syncSeconds)
     }
 
     /// A write that throws inside a group leaves nothing behind, even its partial statements.
