@@ -5,7 +5,9 @@ usage: e2e.py DELIVERYD_BINARY   (from the repository root, with the bench virtu
 Environment: ORDERS (live orders per run, default 30000), DURATION (seconds of load, default 15),
 CONNECTIONS (status posters, default 64), POLLERS (customers polling, default 32),
 SCALE_ORDERS (orders already in the database for the scale run, default 1000000), RUNS (comma list
-of: deliveryd, postgres, peer, scale, connections, slow-apns, webhooks; default all but webhooks),
+of: deliveryd, postgres, peer, durability, scale, connections, slow-apns, webhooks; default all but
+webhooks and durability; durability: deliveryd and the peer both with a log sender, both at
+synchronous=full and both at normal, alternated),
 ROUNDS (webhooks: alternations, default 3), RESULTS (JSON path),
 DELIVERYD_ARGS (more flags for deliveryd), STATS_POLL (with 1: the dashboard's poll, GET
 /v1/admin/stats?history=all every 200 ms during the load, once the history holds STATS_SAMPLES
@@ -218,11 +220,7 @@ class Deliveryd:
         self.port = free_port()
         self.process = subprocess.Popen([
             self.binary, "--listen", f"127.0.0.1:{self.port}", "--data-dir", self.data, "--admin-key", ADMIN,
-        ] + self.access_log + [
-            "--apns-key-file", f"{self.work}/signing.pem", "--apns-key-id", "ABC123DEFG",
-            "--apns-team-id", "DEF123GHIJ", "--apns-topic", "com.example.app",
-            "--apns-development-url", self.apns_url, "--apns-production-url", self.apns_url,
-            "--apns-ca-file", f"{self.work}/ca.pem",
+        ] + self.access_log + self.sender_arguments() + [
             # One merchant key and one rider key stand for every merchant and rider of the load, and
             # a few tracking tokens for every polling customer: the per-credential limits, which share
             # the machine between tenants, would otherwise measure themselves.
@@ -231,6 +229,15 @@ class Deliveryd:
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(self.port)
         self.client = Client(self.port)
+
+    def sender_arguments(self):
+        """APNs at the sink; with `log_sender`, no key: deliveryd's log sender records every push."""
+        if getattr(self, "log_sender", False):
+            return ["--apns-topic", "com.example.app"]
+        return ["--apns-key-file", f"{self.work}/signing.pem", "--apns-key-id", "ABC123DEFG",
+                "--apns-team-id", "DEF123GHIJ", "--apns-topic", "com.example.app",
+                "--apns-development-url", self.apns_url, "--apns-production-url", self.apns_url,
+                "--apns-ca-file", f"{self.work}/ca.pem"]
 
     def merchant_key(self):
         return self.client.call("POST", "/v1/admin/keys", ADMIN, {"role": "merchant", "merchantId": "m-1"})["key"]
@@ -360,8 +367,9 @@ class DeliverydOnPostgres(Deliveryd):
 class Peer:
     name = "python-peer"
 
-    def __init__(self, work, apns_url):
+    def __init__(self, work, apns_url, synchronous="FULL", sender="apns"):
         self.work, self.apns_url = work, apns_url
+        self.synchronous, self.sender = synchronous, sender
         self.data = os.path.join(work, f"peer-{uuid.uuid4().hex[:8]}.sqlite")
 
     def start(self):
@@ -370,8 +378,9 @@ class Peer:
             [sys.executable, "-m", "uvicorn", "--app-dir", os.path.join(ROOT, "bench/peer"), "app:app",
              "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning", "--no-access-log"],
             env={**os.environ, "PEER_DB": self.data, "PEER_MERCHANT_KEY": PEER_MERCHANT, "PEER_RIDER_KEY": PEER_RIDER,
-                 "PEER_APNS_URL": self.apns_url, "PEER_APNS_CA": f"{self.work}/ca.pem"},
-            stdout=subprocess.DEVNULL)
+                 "PEER_APNS_URL": self.apns_url, "PEER_APNS_CA": f"{self.work}/ca.pem",
+                 "PEER_SYNCHRONOUS": self.synchronous, "PEER_SENDER": self.sender},
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL if self.sender == "log" else None)
         wait_for(self.port)
         self.client = Client(self.port)
 
@@ -635,6 +644,14 @@ def main():
                 postgres.stop()
         if "peer" in RUNS:
             results["peer"] = measure(Peer(work, sink.url))
+        if "durability" in RUNS:
+            # The comparison at equal durability, both sides recording pushes with a log sender.
+            for mode in ("full", "normal"):
+                server = Deliveryd(binary, work, sink.url)
+                server.log_sender = True
+                server.extra = ["--synchronous", mode]
+                results[f"deliveryd_log_{mode}"] = measure(server)
+                results[f"peer_log_{mode}"] = measure(Peer(work, sink.url, synchronous=mode.upper(), sender="log"))
         if "scale" in RUNS:
             results["scale"] = measure(Deliveryd(binary, work, sink.url), preloaded=SCALE_ORDERS)
             results["scale"]["preloaded_orders"] = SCALE_ORDERS
@@ -721,6 +738,15 @@ def report(results):
             "webhooks_cpu_ratio": f"{median('on', 'cpu_s_per_1000_changes') / median('off', 'cpu_s_per_1000_changes'):.3f}",
             "webhooks_delivered": median("on", "webhooks_delivered"),
         })
+    for mode in ("full", "normal"):
+        ours, theirs = results.get(f"deliveryd_log_{mode}"), results.get(f"peer_log_{mode}")
+        if ours and theirs:
+            fields[f"{mode}_changes_ratio"] = f"{ours['changes_per_s'] / max(1, theirs['changes_per_s']):.2f}"
+            fields[f"{mode}_cpu_ratio"] = \
+                f"{theirs['cpu_s_per_1000_changes'] / max(0.001, ours['cpu_s_per_1000_changes']):.2f}"
+    ours, theirs = results.get("deliveryd_log_full"), results.get("peer_log_normal")
+    if ours and theirs:
+        fields["defaults_changes_ratio"] = f"{ours['changes_per_s'] / max(1, theirs['changes_per_s']):.2f}"
     print(" ".join(f"{key}={value}" for key, value in fields.items() if value is not None))
 
 

@@ -9,7 +9,9 @@ Routes (a subset of deliveryd's, same shapes):
     PUT  /v1/orders/{id}/rider                  merchant key      → 200
     POST /v1/orders/{id}/status                 merchant or rider key → 200 {"order", "transition"}
     GET  /v1/orders/{id}                        tracking token    → 200 public view
-Settings come from the environment: PEER_DB, PEER_MERCHANT_KEY, PEER_RIDER_KEY, PEER_APNS_URL, PEER_APNS_CA.
+Settings come from the environment: PEER_DB, PEER_MERCHANT_KEY, PEER_RIDER_KEY, PEER_APNS_URL, PEER_APNS_CA,
+PEER_SYNCHRONOUS (FULL, the default, or NORMAL) and PEER_SENDER (apns, the default, or log: each push
+is one JSON line on standard error instead of a request, as deliveryd's log sender does).
 Keys are compared, not looked up, and the rider's ownership of an order is not checked: the peer is
 minimal on purpose, so the comparison flatters it.
 """
@@ -18,6 +20,7 @@ import hashlib
 import json
 import os
 import secrets
+import sys
 import sqlite3
 import threading
 import time
@@ -33,6 +36,8 @@ MERCHANT_KEY = os.environ["PEER_MERCHANT_KEY"]
 RIDER_KEY = os.environ["PEER_RIDER_KEY"]
 APNS_URL = os.environ.get("PEER_APNS_URL")
 APNS_CA = os.environ.get("PEER_APNS_CA")
+SYNCHRONOUS = os.environ.get("PEER_SYNCHRONOUS", "FULL")
+SENDER = os.environ.get("PEER_SENDER", "apns")
 NEXT = {"placed": {"preparing", "cancelled"}, "preparing": {"pickup", "cancelled"},
         "pickup": {"delivering", "cancelled"}, "delivering": {"delivered", "cancelled"}}
 
@@ -55,7 +60,7 @@ CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (id) WHERE state = 'pending'
 def connect():
     connection = sqlite3.connect(DB_PATH, isolation_level=None, check_same_thread=False, timeout=10)
     connection.execute("PRAGMA journal_mode=WAL")
-    connection.execute("PRAGMA synchronous=FULL")
+    connection.execute(f"PRAGMA synchronous={SYNCHRONOUS}")
     connection.execute("PRAGMA foreign_keys=ON")
     connection.execute("PRAGMA busy_timeout=10000")
     return connection
@@ -226,7 +231,7 @@ def read_order(request):
 
 def pusher():
     """Drains the outbox in batches: one HTTP/2 request per row, the latest state of its order."""
-    client = httpx.Client(http2=True, verify=APNS_CA, timeout=10)
+    client = httpx.Client(http2=True, verify=APNS_CA, timeout=10) if SENDER == "apns" else None
     connection = connect()
     while True:
         outbox_ready.wait(1)
@@ -242,9 +247,14 @@ def pusher():
             for outbox_id, order_id, push_token, status in rows:
                 payload = {"aps": {"timestamp": int(time.time()), "event": "update",
                                    "content-state": {"status": status}}}
-                client.post(f"{APNS_URL}/3/device/{push_token}", json=payload, headers={
-                    "apns-push-type": "liveactivity", "apns-topic": "com.example.app.push-type.liveactivity",
-                    "apns-priority": "10"})
+                if client is None:
+                    sys.stderr.write(json.dumps({
+                        "level": "info", "message": "push.not_delivered", "apns.priority": 10,
+                        "device.token.prefix": push_token[:8], "payload": json.dumps(payload)}, sort_keys=True) + "\n")
+                else:
+                    client.post(f"{APNS_URL}/3/device/{push_token}", json=payload, headers={
+                        "apns-push-type": "liveactivity", "apns-topic": "com.example.app.push-type.liveactivity",
+                        "apns-priority": "10"})
                 sent.append((now_ms(), outbox_id))
             with write_transaction() as connection:
                 connection.executemany("UPDATE outbox SET state = 'sent', sent_at = ? WHERE id = ?", sent)
