@@ -23,11 +23,8 @@ enum JSONValue: Sendable, Hashable {
     /// Parses a request body.
     /// - Throws: `APIError.invalidJSON` naming what is wrong.
     static func parse(_ bytes: [UInt8]) throws(APIError) -> JSONValue {
-        // Decoding recurses once per level: a body nested a few hundred deep overflowed a handler
-        // thread's stack and stopped the process. It is refused before decoding.
-        guard !exceedsDepth(bytes, Self.maximumDepth) else {
-            throw .invalidJSON("the body nests arrays and objects deeper than \(Self.maximumDepth) levels")
-        }
+        // Parsing recurses once per level: a body nested a few hundred deep overflowed a handler
+        // thread's stack and stopped the process. The parser refuses the 33rd level before entering it.
         do {
             return JSONValue(try JSONParser.parse(bytes, maximumDepth: Self.maximumDepth))
         } catch {
@@ -44,34 +41,6 @@ enum JSONValue: Sendable, Hashable {
         case .array(let values): self = .array(values.map(JSONValue.init))
         case .object(let members): self = .object(members.mapValues(JSONValue.init))
         }
-    }
-
-    /// Whether `bytes` open more than `limit` arrays or objects at once (brackets inside strings aside).
-    static func exceedsDepth(_ bytes: [UInt8], _ limit: Int) -> Bool {
-        var depth = 0
-        var inString = false
-        var escaped = false
-        for byte in bytes {
-            if inString {
-                if escaped {
-                    escaped = false
-                } else if byte == UInt8(ascii: "\\") {
-                    escaped = true
-                } else if byte == UInt8(ascii: "\"") {
-                    inString = false
-                }
-                continue
-            }
-            switch byte {
-            case UInt8(ascii: "\""): inString = true
-            case UInt8(ascii: "["), UInt8(ascii: "{"):
-                depth += 1
-                if depth > limit { return true }
-            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
-            default: break
-            }
-        }
-        return false
     }
 
     /// The UTF-8 bytes of this value, keys sorted.
