@@ -10,17 +10,20 @@ export PATH := $(if $(wildcard /opt/swift/usr/bin),/opt/swift/usr/bin:,)$(PATH)
 APT_PACKAGES := libsqlite3-dev libcurl4-openssl-dev libssl-dev libpq-dev pkg-config ca-certificates openssl
 SWIFT_FORMAT_PATHS := Sources Tests bench Package.swift
 
-.PHONY: help deps test-deps venv build run test lint format clean bench bench-http bench-projection bench-storage bench-push-latency bench-pusher bench-e2e bench-rides bench-stats bench-webhooks soak
+.PHONY: help deps test-deps venv build release-product run deb test test-package lint format clean bench bench-http bench-projection bench-storage bench-push-latency bench-pusher bench-e2e bench-rides bench-stats bench-webhooks soak
 
 help:
 	@echo "make run    build (release) and run deliveryd on 127.0.0.1:8080 with data in ./var"
 	@echo "make test   install what is missing, lint, build and run every test"
+	@echo "make deb    build the Debian package (release) into .build/deb"
 	@echo "make bench  run the benchmarks in bench/ (release builds)"
 	@echo "make soak   the fault tests at full length (200 kills, a 60 s APNs outage)"
 	@echo "make lint   check formatting with swift-format"
 	@echo "make format rewrite sources with swift-format"
 
-APT_TEST_PACKAGES := prometheus chromium chromium-driver faketime postgresql
+APT_TEST_PACKAGES := prometheus chromium chromium-driver faketime postgresql lintian systemd curl
+# What `make deb` packages with: Debian's own tools, and the package's install-time dependencies.
+APT_DEB_PACKAGES := dpkg-dev binutils adduser debconf init-system-helpers
 
 # Installs the Debian packages named in $(1) that are missing.
 define apt_install
@@ -55,8 +58,38 @@ $(VENV_STAMP): Tests/requirements.txt
 	timeout 900 .venv/bin/pip install --quiet --disable-pip-version-check -r Tests/requirements.txt
 	touch $@
 
-build: deps
-	swift build -c release --product deliveryd
+# The commit and day a release build is stamped with (see Sources/CBuildStamp): a small object the
+# linker adds, so that a new commit costs a relink and not a rebuild. SOURCE_DATE_EPOCH, when set,
+# is the build's day (reproducible builds).
+BUILD_COMMIT := $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
+BUILD_DATE := $(shell date -u $(if $(SOURCE_DATE_EPOCH),-d @$(SOURCE_DATE_EPOCH)) +%Y-%m-%d)
+BUILD_STAMP := $(CURDIR)/.build/stamp/$(BUILD_COMMIT)-$(BUILD_DATE).o
+# Every release build (the service, the package, the benchmarks) uses the same flags, so that one
+# build directory serves them all (the static runtime changes how every module compiles). The Swift
+# runtime linked in, and no run path to the build directory: the binary runs on a Debian machine
+# without a Swift toolchain. Relocations resolved at start, then read-only, as Debian's hardening asks.
+SWIFT_RELEASE := -c release --static-swift-stdlib --disable-local-rpath \
+	-Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now
+RELEASE_FLAGS := $(SWIFT_RELEASE) -Xlinker $(BUILD_STAMP)
+
+$(BUILD_STAMP):
+	mkdir -p $(@D)
+	printf 'const char *const deliveryd_build_commit = "%s";\nconst char *const deliveryd_build_date = "%s";\n' \
+		'$(BUILD_COMMIT)' '$(BUILD_DATE)' | cc -x c -c -fPIC -o $@ -
+
+build: deps $(BUILD_STAMP)
+	swift build $(RELEASE_FLAGS) --product deliveryd
+
+## Another product in release, as the benchmarks build theirs: make release-product PRODUCT=storage-bench
+release-product:
+	swift build $(SWIFT_RELEASE) --product $(PRODUCT)
+
+## The Debian package: packaging/build-deb.sh around the release binary (see docs/operations.md).
+DEB_MAINTAINER ?= deliveryd maintainers <deliveryd@example.com>
+deb: build
+	$(call apt_install,$(APT_DEB_PACKAGES))
+	rm -rf .build/deb
+	bash packaging/build-deb.sh .build/release/deliveryd .build/deb '$(DEB_MAINTAINER)'
 
 run: build
 	.build/release/deliveryd
@@ -79,6 +112,11 @@ test: test-deps venv lint
 	MALLOC_ARENA_MAX=1 timeout 1500 swift test --skip-build
 	DELIVERYD_TEST_DATABASE=postgresql MALLOC_ARENA_MAX=1 timeout 600 \
 		swift test --skip-build --filter DeliveryAPITests --skip AuthorizationMatrixTests
+	$(MAKE) --no-print-directory test-package
+
+## Builds the Debian package, installs it on this machine, checks it and purges it (needs root).
+test-package: deb
+	timeout 600 bash Tests/package/deb_test.sh .build/deb/deliveryd_*.deb
 
 bench: bench-http bench-projection bench-storage bench-push-latency bench-pusher bench-e2e bench-rides bench-stats bench-webhooks
 
@@ -88,7 +126,7 @@ bench-http: deps
 
 ## Payloads built per second on one core (pinned with taskset when available).
 bench-projection: deps
-	swift build -c release --product projection-bench
+	swift build $(SWIFT_RELEASE) --product projection-bench
 	$$(command -v taskset >/dev/null && echo "taskset -c 0") .build/release/projection-bench
 
 ## Commits per second at 1k and 1M orders, FULL against NORMAL, file size per million orders.

@@ -43,6 +43,8 @@ let package = Package(
 
         // epoll, eventfd and accept4, which Glibc's Swift module lacks.
         .target(name: "CLinuxShim"),
+        // The commit and date of a build, linked in by `make build` (see its source).
+        .target(name: "CBuildStamp"),
 
         // The contract with the iOS app: the Live Activity's types, and the calls the app makes.
         .target(name: "DeliveryActivityContract", swiftSettings: strictSettings),
@@ -112,7 +114,7 @@ let package = Package(
             name: "deliveryd",
             dependencies: [
                 "DeliveryAPI", "OrderDomain", "Projection", "Pusher", "Storage", "PostgresStorage", "HTTPServer",
-                "Cryptography", "Webhooks", "Telemetry", "Lifecycle",
+                "Cryptography", "Webhooks", "Telemetry", "Lifecycle", "CBuildStamp",
             ],
             swiftSettings: strictSettings
         ),
@@ -146,7 +148,10 @@ let package = Package(
         .testTarget(name: "OrderDomainTests", dependencies: ["OrderDomain"], swiftSettings: strictSettings),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry"], swiftSettings: strictSettings),
         .testTarget(name: "JSONSyntaxTests", dependencies: ["JSONSyntax"], swiftSettings: strictSettings),
-        .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Telemetry"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "LifecycleTests", dependencies: ["Lifecycle", "Telemetry", "TestSupport"],
+            swiftSettings: strictSettings
+        ),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"], swiftSettings: strictSettings),
         .testTarget(
             name: "WebhooksTests",

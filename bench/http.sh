@@ -17,7 +17,7 @@ if [ -n "$missing" ]; then
     DEBIAN_FRONTEND=noninteractive apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
-swift build -c release --product deliveryd >/dev/null
+make --no-print-directory build >/dev/null  # the binary make run and the package ship
 
 work="$(mktemp -d)"
 pids=()

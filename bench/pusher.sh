@@ -14,7 +14,7 @@ if ! command -v nghttpd >/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nghttp2-server >/dev/null
 fi
-swift build -c release --product pusher-bench >/dev/null
+make --no-print-directory release-product PRODUCT=pusher-bench >/dev/null
 
 work="$(mktemp -d)"
 sink=""

@@ -12,6 +12,6 @@ command -v wrk >/dev/null || {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wrk >/dev/null
 }
 .venv/bin/pip install --quiet --disable-pip-version-check -r bench/requirements.txt
-swift build -c release --product deliveryd >/dev/null
+make --no-print-directory build >/dev/null  # the binary make run and the package ship
 ulimit -n "$(ulimit -Hn)"
 exec .venv/bin/python bench/rides.py .build/release/deliveryd

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
 changes="${CHANGES:-3000}"
-swift build -c release --product storage-bench >/dev/null
+make --no-print-directory release-product PRODUCT=storage-bench >/dev/null
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 

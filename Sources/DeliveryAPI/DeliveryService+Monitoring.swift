@@ -138,13 +138,15 @@ extension DeliveryService {
                 "ordersInStatus": .number(Double(entry.count)),
             ])
         }
-        var members: [String: JSONValue] = [
+        let members: [String: JSONValue] = [
             "generatedAt": .time(now), "summary": .object(summary), "recentFailures": .array(failures),
             "stuckOrders": .array(stuck), "metrics": .array(families.map(Self.familyJSON)),
             "node": .object([
                 "name": .string(configuration.nodeName),
                 "pid": .number(Double(ProcessInfo.processInfo.processIdentifier)),
                 "startedAt": .time(startedAt),
+                "version": .string(configuration.build.version), "commit": .string(configuration.build.commit),
+                "built": .string(configuration.build.date),
             ]),
             "sending": Self.sendingJSON(sendingStatus(now)),
             "merchants": .array(try merchantBreakdown(family("deliveryd_merchant_pushes_total"))),

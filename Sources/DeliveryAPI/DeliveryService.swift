@@ -37,6 +37,8 @@ public struct DeliveryServiceConfiguration: Sendable {
     public var startRegistrationTimeout: TimeInterval
     /// Which URLs a webhook endpoint may have.
     public var webhookPolicy: WebhookURLPolicy
+    /// This process's build, shown in the dashboard's header.
+    public var build: BuildInfo
 
     /// - Parameters:
     ///   - projection: default `ProjectionConfiguration()`.
@@ -51,14 +53,17 @@ public struct DeliveryServiceConfiguration: Sendable {
     ///   - databaseHealth: default `nil` (SQLite: nothing to report beyond reading it).
     ///   - startRegistrationTimeout: default 2 minutes.
     ///   - webhookPolicy: default https only, no private networks.
+    ///   - build: default an unstamped build of an unknown version.
     public init(
         projection: ProjectionConfiguration = ProjectionConfiguration(), defaultBundleID: String? = nil,
         idempotencyLifetime: TimeInterval = 86_400, knownBundleIDs: Set<String>? = nil,
         trackingTokenLifetime: TimeInterval = 7 * 86_400, rateLimits: RateLimits = RateLimits(),
         ridePushInterval: TimeInterval = 30, historyStep: TimeInterval = 10, nodeName: String = "deliveryd",
         databaseHealth: (@Sendable () -> ConnectionPoolHealth)? = nil, startRegistrationTimeout: TimeInterval = 120,
-        webhookPolicy: WebhookURLPolicy = WebhookURLPolicy(), statsMaximumAge: TimeInterval = 0
+        webhookPolicy: WebhookURLPolicy = WebhookURLPolicy(), statsMaximumAge: TimeInterval = 0,
+        build: BuildInfo = BuildInfo(version: "unknown")
     ) {
+        self.build = build
         self.statsMaximumAge = statsMaximumAge
         self.webhookPolicy = webhookPolicy
         self.databaseHealth = databaseHealth

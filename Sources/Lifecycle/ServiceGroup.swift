@@ -55,7 +55,9 @@ public final class ServiceGroup: Sendable {
 
     /// Starts every service in order and returns once all have stopped (or passed their stop timeout).
     /// Call it once.
-    public func run() async -> Outcome {
+    /// - Parameter whenStarted: called once every service's `run` has begun (their setup, binding a
+    ///   port, is done by then): the moment to tell a supervisor the process is ready.
+    public func run(whenStarted: () -> Void = {}) async -> Outcome {
         var outcome = Outcome()
         var running = Set(members.indices)
         for (index, member) in members.enumerated() {
@@ -70,6 +72,7 @@ public final class ServiceGroup: Sendable {
                 }
             }
         }
+        whenStarted()
         var iterator = events.makeAsyncIterator()
         // Serving: until a stop is asked for or a service ends by itself.
         serving: while let event = await iterator.next() {

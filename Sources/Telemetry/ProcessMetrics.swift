@@ -3,15 +3,16 @@ public import Foundation
 /// The process's own figures, read from `/proc` when the registry is read.
 public enum ProcessMetrics {
     /// Declares resident memory, open file descriptors, uptime and build info in `registry`.
-    /// - Parameter version: the build's version string, the `version` label of `deliveryd_build_info`.
-    public static func register(in registry: MetricsRegistry, version: String, startedAt: Date = Date()) {
+    /// - Parameter build: the labels of `deliveryd_build_info`.
+    public static func register(in registry: MetricsRegistry, build: BuildInfo, startedAt: Date = Date()) {
         let resident = registry.gauge(
             "deliveryd_process_resident_memory_bytes", help: "Resident memory of the process.")
         let descriptors = registry.gauge("deliveryd_process_open_fds", help: "Open file descriptors.")
         let uptime = registry.gauge("deliveryd_process_uptime_seconds", help: "Seconds since the process started.")
-        let build = registry.gauge(
-            "deliveryd_build_info", help: "Always 1; the labels name the build.", labels: ["version", "swift"])
-        build.set(1, [version, swiftVersion])
+        let buildInfo = registry.gauge(
+            "deliveryd_build_info", help: "Always 1; the labels name the build.",
+            labels: ["version", "commit", "built", "swift"])
+        buildInfo.set(1, [build.version, build.commit, build.date, swiftVersion])
         let droppedLogLines = registry.counter(
             "deliveryd_log_lines_dropped_total",
             help: "Log lines (access log included) dropped because the log output did not keep up.")

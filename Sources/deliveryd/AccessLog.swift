@@ -1,9 +1,6 @@
 import HTTPServer
 import Telemetry
 
-/// The version deliveryd reports in logs and `deliveryd_build_info`.
-let deliverydVersion = "0.3.0"
-
 /// deliveryd's access log: one JSON line per answered request on standard error, beside the
 /// application's lines.
 ///

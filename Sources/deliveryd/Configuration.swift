@@ -564,6 +564,51 @@ struct Configuration: Sendable {
         }
     }
 
+    /// Every setting as an environment file (systemd's `EnvironmentFile=`): each setting's help as a
+    /// comment, then its variable, commented out at its default unless `values` sets it.
+    /// `deliveryd env-file` prints it, and the Debian package installs it, so it never lacks a setting.
+    /// - Throws: `ConfigurationError.unknownFlag` for a variable in `values` that is no setting's.
+    static func environmentFile(values: [String: String]) throws(ConfigurationError) -> String {
+        for name in values.keys where !settings.contains(where: { $0.environment == name }) {
+            throw .unknownFlag(name)
+        }
+        var text = """
+            # deliveryd's settings: one VARIABLE=value per line, read by the systemd unit
+            # (EnvironmentFile=) before the process starts; restart deliveryd after a change.
+            # A line starting with # is a comment; a commented VARIABLE=value shows the default.
+            # Secrets do not belong in this file or on a command line: name a file that holds
+            # them (DELIVERYD_ADMIN_KEY_FILE, APNS_KEY_FILE), readable by the deliveryd user only.
+
+            """
+        let defaults = Configuration()
+        for setting in settings {
+            text += "\n" + wrapped(setting.help.prefix(1).uppercased() + setting.help.dropFirst() + ".")
+            if let value = values[setting.environment] {
+                text += "\(setting.environment)=\(value)\n"
+            } else {
+                // A default such as "(host name)" describes a value rather than being one.
+                let shown = setting.isSecret ? nil : setting.current(defaults).flatMap { $0.hasPrefix("(") ? nil : $0 }
+                text += "#\(setting.environment)=\(shown ?? "")\n"
+            }
+        }
+        return text
+    }
+
+    /// `text` as `# ` comment lines of at most 100 characters.
+    private static func wrapped(_ text: String) -> String {
+        var lines: [String] = []
+        var line = "#"
+        for word in text.split(separator: " ") {
+            if line.count + 1 + word.count > 100, line != "#" {
+                lines.append(line)
+                line = "#"
+            }
+            line += " " + word
+        }
+        lines.append(line)
+        return lines.joined(separator: "\n") + "\n"
+    }
+
     static var helpText: String {
         var text = """
             deliveryd — keeps iOS Live Activities of delivery orders up to date over APNs.
@@ -575,6 +620,8 @@ struct Configuration: Sendable {
                    deliveryd keys create --role merchant|rider|admin [--merchant ID] [--rider ID] [--data-dir DIR]
                    deliveryd keys list [--data-dir DIR]
                    deliveryd keys revoke ID [--data-dir DIR]
+                   deliveryd env-file [VARIABLE=value ...]  print every setting as a commented environment file
+                   deliveryd --version                      print the version, the commit built and the build's day
 
             options (each also read from the environment variable shown):
 

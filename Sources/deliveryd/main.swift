@@ -46,6 +46,28 @@ if arguments.first == "keys" {
     backupPath = arguments[1]
     arguments.removeFirst(2)
 }
+if arguments.first == "env-file" {
+    var values: [String: String] = [:]
+    for assignment in arguments.dropFirst() {
+        let parts = assignment.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2 else {
+            printError("usage: deliveryd env-file [VARIABLE=value ...]")
+            exit(2)
+        }
+        values[String(parts[0])] = String(parts[1])
+    }
+    do {
+        print(try Configuration.environmentFile(values: values), terminator: "")
+        exit(0)
+    } catch {
+        printError("deliveryd: env-file: \(error)")
+        exit(2)
+    }
+}
+if arguments == ["--version"] {
+    print("deliveryd \(BuildInfo.current.description)")
+    exit(0)
+}
 if arguments.contains("--help") || arguments.contains("-h") {
     print(Configuration.helpText, terminator: "")
     exit(0)
@@ -158,7 +180,7 @@ do {
 /// The service's log: JSON lines on standard error. Secrets (keys, tokens) never go into a field.
 let logger = Logger(label: "deliveryd", minimumLevel: configuration.logLevel)
 let registry = MetricsRegistry()
-ProcessMetrics.register(in: registry, version: deliverydVersion)
+ProcessMetrics.register(in: registry, build: .current)
 
 do {
     let now = Date()
@@ -274,7 +296,7 @@ let service = DeliveryService(
         historyStep: configuration.historyIntervalSeconds,
         nodeName: configuration.nodeName ?? ProcessInfo.processInfo.hostName, databaseHealth: databaseHealth,
         startRegistrationTimeout: Double(configuration.startRegistrationTimeoutSeconds),
-        webhookPolicy: webhookPolicy, statsMaximumAge: 2),
+        webhookPolicy: webhookPolicy, statsMaximumAge: 2, build: .current),
     sealingKey: sealingKey, outboxSignal: outboxSignal, registry: registry,
     logger: Logger(label: "api", minimumLevel: configuration.logLevel),
     sendingStatus: { now in
@@ -365,7 +387,9 @@ HTTPMetrics.register(
 if let sqlite { StorageMetrics.register(in: registry, statistics: sqlite.commitStatistics) }
 if let databaseHealth { StorageMetrics.register(in: registry, pool: databaseHealth) }
 
-var settings: [String: Logger.Value] = ["service.version": .string(deliverydVersion)]
+var settings: [String: Logger.Value] = [
+    "service.version": .string(BuildInfo.current.version), "service.commit": .string(BuildInfo.current.commit),
+]
 for (name, value) in configuration.summary { settings["config." + name] = .string(value) }
 logger.info("service.configuration", settings)
 if let sqlite {
@@ -449,9 +473,19 @@ let services = ServiceGroup(
         .init(server, stopTimeout: .seconds(configuration.requestTimeoutSeconds + 10)),
     ],
     logger: logger)
-let stopSignals = StopSignals { signal in services.shutdown(reason: signal) }
+/// Under systemd (`Type=notify`): ready once every service runs, stopping when a stop begins.
+let systemd = SystemdNotifier.fromEnvironment()
+@Sendable func tellSystemd(_ state: String) {
+    do { try systemd.notify(state) } catch { logger.warning("systemd.notify_failed", ["error": .string("\(error)")]) }
+}
+let stopSignals = StopSignals { signal in
+    tellSystemd("STOPPING=1")
+    services.shutdown(reason: signal)
+}
 logger.info("http.listening", ["url.full": .string("http://\(server.boundAddress)")])
-let outcome = await services.run()
+let outcome = await services.run {
+    tellSystemd("READY=1\nSTATUS=serving on \(server.boundAddress)")
+}
 logger.info(
     "process.stopped",
     [

@@ -50,9 +50,10 @@ final class DeliverydProcess {
     ///     `make test`'s packages); its monotonic clock, which timers use, stays real.
     ///   - openFileLimit: the process's soft and hard open-file limit, set by `prlimit` (which then
     ///     becomes deliveryd itself).
+    ///   - environment: variables the process starts with (default none).
     init(
         extraArguments: [String] = [], dataDirectory: String? = nil, keepData: Bool = false, port: UInt16? = nil,
-        clockShift: Int? = nil, openFileLimit: Int? = nil
+        clockShift: Int? = nil, openFileLimit: Int? = nil, environment: [String: String] = [:]
     ) throws {
         self.port = port ?? UInt16.random(in: 21_000...32_000)
         self.dataDirectory = dataDirectory ?? NSTemporaryDirectory() + "deliveryd-e2e-" + UUID().uuidString
@@ -68,16 +69,16 @@ final class DeliverydProcess {
             }
             process.executableURL = URL(fileURLWithPath: launcher)
             process.arguments = ["-f", "+\(clockShift)s", Self.executableURL.path] + arguments
-            process.environment = ["FAKETIME_DONT_FAKE_MONOTONIC": "1"]
+            process.environment = environment.merging(["FAKETIME_DONT_FAKE_MONOTONIC": "1"]) { $1 }
         } else if let openFileLimit {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
             process.arguments =
                 ["--nofile=\(openFileLimit):\(openFileLimit)", "--", Self.executableURL.path] + arguments
-            process.environment = [:]
+            process.environment = environment
         } else {
             process.executableURL = Self.executableURL
             process.arguments = arguments
-            process.environment = [:]
+            process.environment = environment
         }
         process.standardError = errorPipe
         process.standardOutput = outputPipe

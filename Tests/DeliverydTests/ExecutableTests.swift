@@ -97,6 +97,66 @@ struct ExecutableTests {
         #expect(entries.contains { $0["pusher.sender"] as? String == "log" })
     }
 
+    /// Under systemd (`Type=notify`) the process says `READY=1` once it answers, and `STOPPING=1`
+    /// when SIGTERM starts its graceful stop.
+    @Test func tellsSystemdWhenReadyAndWhenStopping() throws {
+        let notifications = try NotificationSocket()
+        let server = try DeliverydProcess(environment: ["NOTIFY_SOCKET": notifications.name])
+        let ready = notifications.receive()
+        #expect(ready?.split(separator: "\n").first == "READY=1")
+        #expect(ready?.contains("STATUS=serving on 127.0.0.1:\(server.port)") == true)
+        // Ready means serving: the first request after it is answered.
+        #expect(try LoopbackHTTP.send(port: server.port, "GET", "/healthz").status == 200)
+        kill(server.process.processIdentifier, SIGTERM)
+        #expect(notifications.receive() == "STOPPING=1")
+        #expect(server.stop() == 0)
+    }
+
+    /// `--version` names the release, the commit and the day of the build (`unknown` for the two
+    /// last in a plain `swift build`, which nobody stamped); the log and the metrics carry the same.
+    @Test func versionNamesTheBuild() throws {
+        let (status, output, _) = try DeliverydProcess.run(["--version"])
+        #expect(status == 0)
+        let line = output.trimmingCharacters(in: .newlines)
+        #expect(
+            line.wholeMatch(of: /deliveryd \d+\.\d+\.\d+ \(commit [0-9a-z-]+, built (\d{4}-\d{2}-\d{2}|unknown)\)/)
+                != nil, "\(line)")
+    }
+
+    /// `env-file` writes every setting, commented at its default, but those it is given; the Debian
+    /// package installs its output as /etc/deliveryd/deliveryd.env.
+    @Test func environmentFileHasEverySetting() throws {
+        let (status, output, _) = try DeliverydProcess.run([
+            "env-file", "DELIVERYD_DATA_DIR=/var/lib/deliveryd", "DELIVERYD_ADMIN_KEY_FILE=/etc/deliveryd/admin.key",
+        ])
+        #expect(status == 0)
+        let lines = output.split(separator: "\n").map(String.init)
+        let (_, help, _) = try DeliverydProcess.run(["--help"])
+        let variables = help.split(separator: "\n").compactMap { line -> String? in
+            let words = line.split(separator: " ")
+            return words.count == 2 && words[0] == "env" ? String(words[1]) : nil
+        }
+        #expect(variables.count > 40)
+        for variable in variables {
+            #expect(lines.contains { $0.hasPrefix("#\(variable)=") || $0.hasPrefix("\(variable)=") }, "\(variable)")
+        }
+        let assignments = lines.filter { !$0.hasPrefix("#") && !$0.isEmpty }
+        #expect(
+            assignments == [
+                "DELIVERYD_DATA_DIR=/var/lib/deliveryd", "DELIVERYD_ADMIN_KEY_FILE=/etc/deliveryd/admin.key",
+            ])
+        #expect(lines.contains("#DELIVERYD_LISTEN=127.0.0.1:8080"))
+        #expect(lines.contains("#DELIVERYD_SYNCHRONOUS=full"))
+        // A secret has no example value, and the file's header says where secrets go instead.
+        #expect(lines.contains("#DELIVERYD_ADMIN_KEY="))
+        #expect(output.contains("Secrets do not belong in this file"))
+
+        // A variable that is no setting's is refused, named.
+        let (bad, _, errors) = try DeliverydProcess.run(["env-file", "DELIVERYD_NO_SUCH_SETTING=1"])
+        #expect(bad == 2)
+        #expect(errors.contains("DELIVERYD_NO_SUCH_SETTING"))
+    }
+
     private func fetch(port: UInt16, path: String) throws -> String {
         guard let fd = connectLoopback(port: port) else { throw NotListening() }
         defer { close(fd) }

@@ -183,6 +183,10 @@ def main():
             problems.append("the history shows no activity started: the workload is missing from it")
         if arguments.node and arguments.node not in shown("node"):
             problems.append("the page does not say which node it reads: " + shown("node"))
+        node = expected["node"]
+        build = f"deliveryd {node['version']} ({node['commit']}, built {node['built']})"
+        if build not in shown("node"):
+            problems.append(f"the header does not name the build ({build}): " + shown("node"))
         for name, (seen, wanted) in compared.items():
             if seen != wanted:
                 problems.append(f"{name}: the page shows {seen}, /v1/admin/stats says {wanted}")
