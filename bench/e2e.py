@@ -5,8 +5,9 @@ usage: e2e.py DELIVERYD_BINARY   (from the repository root, with the bench virtu
 Environment: ORDERS (live orders per run, default 30000), DURATION (seconds of load, default 15),
 CONNECTIONS (status posters, default 64), POLLERS (customers polling, default 32),
 SCALE_ORDERS (orders already in the database for the scale run, default 1000000), RUNS (comma list
-of: deliveryd, postgres, peer, durability, scale, connections, slow-apns, webhooks; default all but
-webhooks and durability; durability: deliveryd and the peer both with a log sender, both at
+of: deliveryd, postgres, two-nodes, peer, durability, scale, connections, slow-apns, webhooks; default
+all but two-nodes, webhooks and durability; two-nodes: two deliveryd nodes on one PostgreSQL behind nginx
+as the load balancer, with each node's, PostgreSQL's and nginx's CPU per change; durability: deliveryd and the peer both with a log sender, both at
 synchronous=full and both at normal, alternated),
 ROUNDS (webhooks: alternations, default 3), RESULTS (JSON path),
 DELIVERYD_ARGS (more flags for deliveryd), STATS_POLL (with 1: the dashboard's poll, GET
@@ -14,7 +15,8 @@ DELIVERYD_ARGS (more flags for deliveryd), STATS_POLL (with 1: the dashboard's p
 samples, default 1800: a full hour and day; reports stats_p99_ms, stats_bytes, history_samples).
 Prints a table and ends with one line:
     changes_per_s=N peer_changes_per_s=N ratio=R p99_ms=X peer_p99_ms=Y postgres_changes_per_s=N
-    postgres_ratio=R postgres_peer_ratio=R postgres_p99_ms=X scale_ratio=S conn_rss_mb=M slow_apns_p99_ratio=Q
+    postgres_ratio=R postgres_peer_ratio=R postgres_p99_ms=X two_nodes_changes_per_s=N two_nodes_ratio=R
+    two_nodes_p99_ms=X scale_ratio=S conn_rss_mb=M slow_apns_p99_ratio=Q
 The webhooks run alternates deliveryd without and with a webhook endpoint for the merchant,
 subscribed to every event, posting to nginx on loopback (answering 204), ROUNDS times each, with
 deliveryd's defaults (access log on); it reports the medians and
@@ -57,6 +59,24 @@ def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def tree_cpu_seconds(pid):
+    """CPU seconds of a process, its children that ended, and its live children: a PostgreSQL server's
+    backends, nginx's worker."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    total = sum(int(field) for field in fields[11:15]) / TICKS
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as children:
+            for child in children.read().split():
+                try:
+                    total += cpu_seconds(int(child))
+                except FileNotFoundError:
+                    pass
+    except FileNotFoundError:
+        pass
+    return total
 
 
 def rss_mb(pid):
@@ -230,6 +250,11 @@ class Deliveryd:
         wait_for(self.port)
         self.client = Client(self.port)
 
+    def watched(self):
+        """The processes whose CPU the run reports: the server's own ("server", or "node-N") and the
+        ones it relies on beside it (`postgres`, `balancer`)."""
+        return {"server": self.process.pid}
+
     def sender_arguments(self):
         """APNs at the sink; with `log_sender`, no key: deliveryd's log sender records every push."""
         if getattr(self, "log_sender", False):
@@ -303,6 +328,10 @@ class PostgresServer:
         return [{"total_ms": int(row[0]), "calls": int(row[1]), "mean_ms": float(row[2]), "query": row[3]}
                 for row in rows]
 
+    def postmaster_pid(self):
+        with open(f"{self.directory}/data/postmaster.pid") as file:
+            return int(file.readline())
+
     @staticmethod
     def as_postgres(*command):
         subprocess.run(["runuser", "-u", "postgres", "--", *command], check=True, timeout=120,
@@ -363,6 +392,90 @@ class DeliverydOnPostgres(Deliveryd):
     def reader(self):
         return PsqlReader(self.postgres)
 
+    def watched(self):
+        return {"server": self.process.pid, "postgres": self.postgres.postmaster_pid()}
+
+
+class LoadBalancer:
+    """nginx in front of deliveryd nodes, as docs/deployment.md sets it up: round robin over keep-alive
+    connections to each node, one worker process."""
+
+    def __init__(self, work, ports):
+        self.port = free_port()
+        directory = os.path.join(work, f"balancer-{self.port}")
+        os.makedirs(directory, exist_ok=True)
+        upstreams = "".join(f"        server 127.0.0.1:{port};\n" for port in ports)
+        with open(os.path.join(directory, "nginx.conf"), "w") as file:
+            file.write(f"""daemon off;
+worker_processes 1;
+pid {directory}/nginx.pid;
+error_log {directory}/error.log;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    client_body_temp_path {directory};
+    proxy_temp_path {directory};
+    upstream deliveryd {{
+{upstreams}        keepalive 128;
+    }}
+    server {{
+        listen 127.0.0.1:{self.port};
+        location / {{
+            proxy_pass http://deliveryd;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header X-Forwarded-For $remote_addr;
+        }}
+    }}
+}}
+""")
+        self.process = subprocess.Popen(["nginx", "-c", os.path.join(directory, "nginx.conf")],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(self.port)
+
+    def stop(self):
+        self.process.send_signal(signal.SIGQUIT)
+        self.process.wait(timeout=30)
+
+
+class TwoNodesOnPostgres(Deliveryd):
+    """Two deliveryd nodes on one PostgreSQL server behind the load balancer. Every process (both
+    nodes, PostgreSQL, nginx and the load generator) shares this machine's cores."""
+    name = "two-nodes"
+
+    def __init__(self, binary, work, apns_url, postgres):
+        super().__init__(binary, work, apns_url)
+        self.postgres = postgres
+        # One sealing key for every node: a reply kept by one is replayed by another.
+        sealing_key = os.path.join(work, f"sealing-{uuid.uuid4().hex[:8]}.key")
+        self.nodes = []
+        for index in range(2):
+            node = DeliverydOnPostgres(binary, work, apns_url, postgres)
+            node.extra += ["--sealing-key-file", sealing_key, "--node-name", f"node-{index + 1}",
+                           "--trusted-proxies", "127.0.0.1"]
+            self.nodes.append(node)
+
+    def start(self):
+        for node in self.nodes:
+            node.start()
+        self.balancer = LoadBalancer(self.work, [node.port for node in self.nodes])
+        self.port = self.balancer.port
+        self.process = self.nodes[0].process
+        self.client = Client(self.port)
+
+    def watched(self):
+        processes = {f"node-{index + 1}": node.process.pid for index, node in enumerate(self.nodes)}
+        processes.update(postgres=self.postgres.postmaster_pid(), balancer=self.balancer.process.pid)
+        return processes
+
+    def reader(self):
+        return PsqlReader(self.postgres)
+
+    def stop(self):
+        self.balancer.stop()
+        for node in self.nodes:
+            node.stop()
+
 
 class Peer:
     name = "python-peer"
@@ -383,6 +496,9 @@ class Peer:
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL if self.sender == "log" else None)
         wait_for(self.port)
         self.client = Client(self.port)
+
+    def watched(self):
+        return {"server": self.process.pid}
 
     def merchant_key(self):
         return PEER_MERCHANT
@@ -531,7 +647,8 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
             poller = StatsPoller(server.port)
             poller.start()
         since_ms = int(time.time() * 1000)
-        cpu_before = cpu_seconds(server.process.pid)
+        watched = server.watched()
+        cpu_before = {name: tree_cpu_seconds(pid) for name, pid in watched.items()}
         writer_before = writer_figures(server)
         started = time.time()
         posters = wrk("status.lua", server.port, connections, 2, DURATION,
@@ -550,20 +667,22 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
                      "stats_p90_ms": round(percentile(poller.latencies_ms, 0.9), 2),
                      "stats_polls": len(poller.latencies_ms), "stats_bytes": poller.bytes,
                      "history_samples": StatsPoller.samples(server.port)}
-        rss = rss_mb(server.process.pid)
+        rss = sum(rss_mb(pid) for name, pid in watched.items() if name == "server" or name.startswith("node-"))
         if holder:
             holder.send_signal(signal.SIGTERM)
             holder.wait()
         backlog = wait_for_empty_outbox(server)
         drained_after = time.time() - started
         with server.reader() as connection:
-            cpu = cpu_seconds(server.process.pid) - cpu_before
+            cpu_by_process = {name: tree_cpu_seconds(pid) - cpu_before[name] for name, pid in watched.items()}
             delays = server.commit_to_request_ms(connection, since_ms)
             webhooks = server.webhooks_delivered(connection) if getattr(server, "webhook_url", None) else None
         shutil.rmtree(work, ignore_errors=True)
     finally:
         server.stop()
     changes = status["requests"] - status["status_errors"]
+    # The server's own CPU: its process, or the sum of its nodes.
+    cpu = sum(seconds for name, seconds in cpu_by_process.items() if name == "server" or name.startswith("node-"))
     result = {
         "server": server.name, "setup_requests_per_s": round(3 * ORDERS / setup_seconds),
         "changes": changes, "changes_per_s": round(changes / (status["duration_us"] / 1e6)),
@@ -577,6 +696,9 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
         "cpu_s_per_1000_changes": round(1000 * cpu / max(1, changes), 3), "rss_mb": round(rss, 1),
         "connections": connections + pollers + idle,
     }
+    for name, seconds in cpu_by_process.items():
+        if name != "server":
+            result[f"{name.replace('-', '')}_cpu_s_per_1000_changes"] = round(1000 * seconds / max(1, changes), 3)
     if stats:
         result.update(stats)
     if writer_before and writer_after:
@@ -642,6 +764,12 @@ def main():
                           f"{statement['mean_ms']:>8} ms/call  {statement['query']}")
             finally:
                 postgres.stop()
+        if "two-nodes" in RUNS:
+            postgres = PostgresServer()
+            try:
+                results["two_nodes"] = measure(TwoNodesOnPostgres(binary, work, sink.url, postgres))
+            finally:
+                postgres.stop()
         if "peer" in RUNS:
             results["peer"] = measure(Peer(work, sink.url))
         if "durability" in RUNS:
@@ -696,7 +824,9 @@ def main():
 def report(results):
     columns = ["changes_per_s", "post_p50_ms", "post_p99_ms", "post_p999_ms", "poll_p99_ms",
                "commit_to_apns_p50_ms", "commit_to_apns_p99_ms", "cpu_s_per_1000_changes", "rss_mb", "connections",
-               "errors", "backlog_left", "writes_per_commit", "sync_ms_per_commit", "writer_busy"]
+               "errors", "backlog_left", "writes_per_commit", "sync_ms_per_commit", "writer_busy",
+               "postgres_cpu_s_per_1000_changes", "node1_cpu_s_per_1000_changes", "node2_cpu_s_per_1000_changes",
+               "balancer_cpu_s_per_1000_changes"]
     print(f"{'run':<14}" + "".join(f"{column:>24}" for column in columns))
     for name, result in results.items():
         print(f"{name:<14}" + "".join(f"{str(result.get(column)):>24}" for column in columns))
@@ -722,6 +852,10 @@ def report(results):
         "postgres_ratio": f"{on_postgres / ours:.2f}" if on_postgres and ours else None,
         "postgres_peer_ratio": f"{on_postgres / theirs:.2f}" if on_postgres and theirs else None,
         "postgres_p99_ms": get("postgres", "post_p99_ms"),
+        "two_nodes_changes_per_s": get("two_nodes", "changes_per_s"),
+        "two_nodes_ratio": f"{get('two_nodes', 'changes_per_s') / on_postgres:.2f}"
+        if get("two_nodes", "changes_per_s") and on_postgres else None,
+        "two_nodes_p99_ms": get("two_nodes", "post_p99_ms"),
         "scale_ratio": f"{ours / scale:.2f}" if ours and scale else None,
         "conn_rss_mb": get("connections", "rss_mb"),
         "slow_apns_p99_ratio": f"{slow / fast:.2f}" if slow and fast else None,

@@ -69,7 +69,7 @@ struct RandomKillTests {
             Thread {
                 defer { riders.leave() }
                 Self.ride(
-                    mine, port: port, keys: [merchant, riderKey, riderKey, riderKey], pacer: pacer,
+                    mine, ports: [port], keys: [merchant, riderKey, riderKey, riderKey], pacer: pacer,
                     acknowledged: acknowledged)
             }.start()
         }
@@ -82,13 +82,7 @@ struct RandomKillTests {
                 extraArguments: arguments, dataDirectory: dataDirectory, keepData: true, port: port)
             try LoopbackHTTP.waitUntilHealthy(port: port)
             // Every change acknowledged before the kill is still there.
-            let promised = acknowledged.snapshot
-            for (id, step) in promised {
-                let read = try LoopbackHTTP.send(port: port, "GET", "/v1/orders/\(id)", bearer: merchant)
-                let status = (read.json["order"] as? [String: Any])?["status"] as? String ?? ""
-                let stored = Self.path.firstIndex(of: status) ?? -1
-                #expect(stored >= step, "order \(id) acknowledged \(Self.path[step]) but reads \(status)")
-            }
+            try Self.expectAcknowledged(acknowledged.snapshot, readFrom: port, merchant: merchant)
         }
         #expect(riders.wait(timeout: .now() + 120) == .success, "the riders did not finish")
         #expect(acknowledged.snapshot.count == orderCount)
@@ -96,8 +90,29 @@ struct RandomKillTests {
         #expect(changesAtKills == changesAtKills.sorted() && (changesAtKills.last ?? 0) < totalChanges)
         #expect(acknowledged.snapshot.values.allSatisfy { $0 == Self.path.count - 1 })
 
-        // Every activity ends with its final state pushed, and no state was pushed twice unless a kill
-        // came between the two copies (the first was answered by APNs, its outcome not yet written).
+        let (pushes, repeats) = try Self.verifyFinalPushes(
+            of: orders, simulator: simulator, killedAt: killedAt, port: port, merchant: merchant)
+        print("random kills: \(kills) kills, \(orderCount) orders, \(pushes) pushes accepted, \(repeats) repeated")
+    }
+
+    /// Every change in `promised` (order id → furthest step answered 200) reads back from `port`.
+    static func expectAcknowledged(_ promised: [String: Int], readFrom port: UInt16, merchant: String) throws {
+        for (id, step) in promised {
+            let read = try LoopbackHTTP.send(port: port, "GET", "/v1/orders/\(id)", bearer: merchant)
+            let status = (read.json["order"] as? [String: Any])?["status"] as? String ?? ""
+            let stored = path.firstIndex(of: status) ?? -1
+            #expect(stored >= step, "order \(id) acknowledged \(path[step]) but reads \(status) on port \(port)")
+        }
+    }
+
+    /// Waits for every activity's pushes to end, then checks them: each ends with its final state
+    /// pushed, timestamps never go back, and no state was pushed twice unless a kill came between the
+    /// two copies (the first was answered by APNs, its outcome not yet written). Returns the pushes
+    /// APNs accepted and how many repeated a state.
+    static func verifyFinalPushes(
+        of orders: [(id: String, token: String)], simulator: APNsSimulator, killedAt: [Double], port: UInt16,
+        merchant: String
+    ) throws -> (pushes: Int, repeats: Int) {
         let deadline = Date().addingTimeInterval(90)
         var accepted: [String: [[String: Any]]] = [:]
         repeat {
@@ -143,21 +158,24 @@ struct RandomKillTests {
                 seen[state] = receivedAt
             }
         }
-        let pushes = accepted.values.reduce(0) { $0 + $1.count }
-        print("random kills: \(kills) kills, \(orderCount) orders, \(pushes) pushes accepted, \(repeats) repeated")
+        return (accepted.values.reduce(0) { $0 + $1.count }, repeats)
     }
 
     /// Moves each order one step per pass until all are delivered; a request cut by a crash is
-    /// retried, and a repeat of an applied change is answered `unchanged` (idempotent).
-    private static func ride(
-        _ orders: [String], port: UInt16, keys: [String], pacer: LoadPacer, acknowledged: Acknowledgements
+    /// retried (on another of `ports`, as a load balancer would, when there are several), and a
+    /// repeat of an applied change is answered `unchanged` (idempotent). Each request goes to a port
+    /// picked at random.
+    static func ride(
+        _ orders: [String], ports: [UInt16], keys: [String], pacer: LoadPacer, acknowledged: Acknowledgements
     ) {
         for step in path.indices {
             for id in orders {
                 pacer.waitForRoom()
-                for _ in 0..<3000 {
+                let first = Int.random(in: ports.indices)
+                for attempt in 0..<3000 {
                     let answer = try? LoopbackHTTP.send(
-                        port: port, "POST", "/v1/orders/\(id)/status", bearer: keys[step], json: ["status": path[step]])
+                        port: ports[(first + attempt) % ports.count], "POST", "/v1/orders/\(id)/status",
+                        bearer: keys[step], json: ["status": path[step]])
                     if let answer, answer.status == 200 {
                         acknowledged.record(id, step: step)
                         pacer.complete()
@@ -175,7 +193,7 @@ struct RandomKillTests {
 }
 
 /// The furthest step acknowledged (answered 200) per order, shared by the rider threads.
-private final class Acknowledgements: Sendable {
+final class Acknowledgements: Sendable {
     private let steps = Mutex<[String: Int]>([:])
 
     func record(_ id: String, step: Int) { steps.withLock { $0[id] = step } }
