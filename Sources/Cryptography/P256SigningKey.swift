@@ -11,13 +11,7 @@ public final class P256SigningKey: @unchecked Sendable {
     /// Loads a PKCS #8 (`-----BEGIN PRIVATE KEY-----`) or SEC 1 (`BEGIN EC PRIVATE KEY`) P-256 key.
     /// - Throws: `CryptoError` if the text is not a PEM private key or the curve is not P-256.
     public init(pem: String) throws(CryptoError) {
-        let bytes = Array(pem.utf8)
-        let loaded: OpaquePointer? = bytes.withUnsafeBytes { buffer in
-            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
-            defer { BIO_free(bio) }
-            return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
-        }
-        guard let loaded else { throw CryptoError(operation: "reading the PEM key", reason: Self.lastError()) }
+        let loaded = try OpenSSLKeys.privateKey(pem: pem)
         guard EVP_PKEY_get_base_id(loaded) == EVP_PKEY_EC, EVP_PKEY_get_bits(loaded) == 256 else {
             EVP_PKEY_free(loaded)
             throw CryptoError(operation: "reading the PEM key", reason: "not a P-256 (prime256v1) EC key")
@@ -34,20 +28,7 @@ public final class P256SigningKey: @unchecked Sendable {
     /// OpenSSL produces a DER `ECDSA-Sig-Value`; JWS (RFC 7518 §3.4) wants the fixed-width raw pair,
     /// which is what APNs verifies.
     public func signES256(_ message: [UInt8]) throws(CryptoError) -> [UInt8] {
-        guard let context = EVP_MD_CTX_new() else { throw CryptoError(operation: "signing", reason: "out of memory") }
-        defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1 else {
-            throw CryptoError(operation: "signing", reason: Self.lastError())
-        }
-        var length = 0
-        guard EVP_DigestSign(context, nil, &length, message, message.count) == 1 else {
-            throw CryptoError(operation: "signing", reason: Self.lastError())
-        }
-        var der = [UInt8](repeating: 0, count: length)
-        guard EVP_DigestSign(context, &der, &length, message, message.count) == 1 else {
-            throw CryptoError(operation: "signing", reason: Self.lastError())
-        }
-        return try Self.rawSignature(fromDER: Array(der.prefix(length)))
+        try Self.rawSignature(fromDER: OpenSSLKeys.signSHA256(message, with: key))
     }
 
     /// Checks an r ‖ s signature against this key's public half.
@@ -66,7 +47,7 @@ public final class P256SigningKey: @unchecked Sendable {
             return d2i_ECDSA_SIG(nil, &cursor, buffer.count)
         }
         guard let signature = parsed else {
-            throw CryptoError(operation: "decoding the signature", reason: lastError())
+            throw CryptoError(operation: "decoding the signature", reason: CryptoError.lastOpenSSLReason())
         }
         defer { ECDSA_SIG_free(signature) }
         var raw = [UInt8](repeating: 0, count: 64)
@@ -98,11 +79,4 @@ public final class P256SigningKey: @unchecked Sendable {
         return der
     }
 
-    private static func lastError() -> String {
-        let code = ERR_get_error()
-        guard code != 0 else { return "unknown OpenSSL error" }
-        var buffer = [CChar](repeating: 0, count: 256)
-        ERR_error_string_n(code, &buffer, buffer.count)
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
 }

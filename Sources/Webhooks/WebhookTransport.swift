@@ -1,6 +1,7 @@
 internal import CCurl
 internal import Dispatch
 internal import FoundationEssentials
+internal import Telemetry
 
 #if canImport(Glibc)
     import Glibc
@@ -169,7 +170,7 @@ private final class WebhookTransfer {
             String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
         }
         if line.lowercased().hasPrefix("retry-after:") {
-            transfer.retryAfterSeconds = WebhookRetryAfter.seconds(
+            transfer.retryAfterSeconds = RetryAfter.seconds(
                 line.dropFirst("retry-after:".count).prefix { !$0.isNewline }, now: Date())
         }
         return length

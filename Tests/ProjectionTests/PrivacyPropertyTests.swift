@@ -68,10 +68,12 @@ enum Secrets {
 @Suite("Privacy of the projection")
 struct PrivacyPropertyTests {
     /// 100,000 random orders with contact and card data in every private and free-text field: no push
-    /// payload contains any of it, and no text in them holds a run of 7 or more digits.
+    /// payload (APNs update, APNs start, Android message) contains any of it, and no text in them
+    /// holds a run of 7 or more digits.
     @Test func noPrivateDataLeaves() throws {
         var rng = SplitMix64(state: 0x5EED_2026)
         let planner = PushPlanner()
+        let projector = LiveActivityProjector()
         let statuses = OrderStatus.allCases
         for iteration in 0..<100_000 {
             var secrets: [String] = []
@@ -110,10 +112,23 @@ struct PrivacyPropertyTests {
                     outputs.append(String(decoding: push.payload, as: UTF8.self))
                 }
             }
+            let android = AndroidLiveUpdate(
+                contentState: projector.encode(projector.contentState(for: order)), version: Int64(iteration),
+                event: status.isTerminal ? .end : .update, highPriority: true, timeToLive: 3600)
+            // The Android message carries the state as a string: its dates are digits inside text, so
+            // it is searched for the secrets only (the state itself is the digit-checked payload's).
+            guard let androidBody = android.requestBody(registrationToken: "device") else {
+                Issue.record("iteration \(iteration): the Android message is over 4 KB")
+                return
+            }
             let needles: [(String, [[UInt8]])] = secrets.map { secret in
                 let digitsOnly = String(secret.unicodeScalars.filter { $0.properties.numericType == .decimal })
                 let forms = digitsOnly.unicodeScalars.count >= 7 ? [secret, digitsOnly] : [secret]
                 return (secret, forms.map { Array($0.utf8) })
+            }
+            if let (secret, _) = needles.first(where: { $0.1.contains { Self.contains(androidBody, $0) } }) {
+                Issue.record("seed iteration \(iteration) leaked \(secret) in the Android message")
+                return
             }
             for output in outputs {
                 let bytes = Array(output.utf8)

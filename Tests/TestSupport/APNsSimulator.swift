@@ -176,7 +176,7 @@ package final class APNsSimulator {
 
     /// The lines of a file the simulator appends to, without a last line it is still writing (no
     /// newline yet): a read while it writes must not see half a record.
-    private static func completeLines(_ path: String) -> [Substring] {
+    package static func completeLines(_ path: String) -> [Substring] {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         lines.removeLast()  // after the last newline: empty, or a line still being written
@@ -199,7 +199,7 @@ package final class APNsSimulator {
         return true
     }
 
-    private static func shell(_ script: String) throws {
+    package static func shell(_ script: String) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
         process.arguments = ["-c", script]

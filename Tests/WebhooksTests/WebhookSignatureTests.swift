@@ -1,5 +1,6 @@
 import Cryptography
 import Foundation
+import Telemetry
 import Testing
 
 @testable import Webhooks
@@ -108,17 +109,17 @@ import Testing
     }
 }
 
-@Suite struct WebhookRetryAfterTests {
+@Suite struct RetryAfterTests {
     /// Both forms of RFC 9110: delay seconds, and an HTTP date counted from now.
     @Test func readsSecondsAndHTTPDates() {
         let now = Date(timeIntervalSince1970: 784_111_777)  // Sun, 06 Nov 1994 08:49:37 GMT
-        #expect(WebhookRetryAfter.seconds("120", now: now) == 120)
-        #expect(WebhookRetryAfter.seconds(" 7 ", now: now) == 7)
-        #expect(WebhookRetryAfter.seconds("Sun, 06 Nov 1994 08:50:37 GMT", now: now) == 60)
-        #expect(WebhookRetryAfter.seconds("Sun, 06 Nov 1994 08:40:00 GMT", now: now) == 0, "a past date: at once")
-        #expect(WebhookRetryAfter.seconds("-5", now: now) == 0)
-        #expect(WebhookRetryAfter.seconds("soon", now: now) == nil)
-        #expect(WebhookRetryAfter.seconds("Sun, 06 Foo 1994 08:50:37 GMT", now: now) == nil)
-        #expect(WebhookRetryAfter.seconds("Sunday, 06-Nov-94 08:49:37 GMT", now: now) == nil)
+        #expect(RetryAfter.seconds("120", now: now) == 120)
+        #expect(RetryAfter.seconds(" 7 ", now: now) == 7)
+        #expect(RetryAfter.seconds("Sun, 06 Nov 1994 08:50:37 GMT", now: now) == 60)
+        #expect(RetryAfter.seconds("Sun, 06 Nov 1994 08:40:00 GMT", now: now) == 0, "a past date: at once")
+        #expect(RetryAfter.seconds("-5", now: now) == 0)
+        #expect(RetryAfter.seconds("soon", now: now) == nil)
+        #expect(RetryAfter.seconds("Sun, 06 Foo 1994 08:50:37 GMT", now: now) == nil)
+        #expect(RetryAfter.seconds("Sunday, 06-Nov-94 08:49:37 GMT", now: now) == nil)
     }
 }

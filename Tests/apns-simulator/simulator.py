@@ -20,7 +20,6 @@ import asyncio
 import base64
 import json
 import random
-import socket
 import time
 import uuid
 
@@ -28,49 +27,13 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
-from hypercorn.asyncio import serve
 from hypercorn.config import Config
+
+from relay import serve_on
 
 
 def b64url_decode(text):
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-class DroppingRelay:
-    """Relays TCP to the real server and can cut every client connection at once."""
-
-    def __init__(self, target_port):
-        self.target_port = target_port
-        self.connections = set()
-
-    async def handle(self, client_reader, client_writer):
-        try:
-            server_reader, server_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
-        except OSError:
-            client_writer.transport.abort()
-            return
-        pair = (client_writer, server_writer)
-        self.connections.add(pair)
-
-        async def pipe(reader, writer):
-            try:
-                while data := await reader.read(65536):
-                    writer.write(data)
-                    await writer.drain()
-                writer.close()
-            except (ConnectionError, OSError):
-                writer.transport.abort()
-
-        try:
-            await asyncio.gather(pipe(client_reader, server_writer), pipe(server_reader, client_writer))
-        finally:
-            self.connections.discard(pair)
-
-    def drop(self):
-        for client, server in list(self.connections):
-            client.transport.abort()
-            server.transport.abort()
-        self.connections.clear()
 
 
 class Simulator:
@@ -212,28 +175,14 @@ def main():
 
 
 async def run(arguments, public_key, app_keys):
-    relay = None
-    port = arguments.port
-    if arguments.droppable:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        relay = DroppingRelay(port)
     config = Config()
-    config.bind = [f"127.0.0.1:{port}"]
     config.certfile = arguments.cert
     config.keyfile = arguments.key
     config.alpn_protocols = ["h2"]
     config.keep_alive_max_requests = 10**9
     config.loglevel = "WARNING"
-    simulator = Simulator(public_key, arguments.record, arguments.control, app_keys, relay)
-    if relay is None:
-        await serve(simulator, config)
-        return
-    server = asyncio.ensure_future(serve(simulator, config))
-    listener = await asyncio.start_server(relay.handle, "127.0.0.1", arguments.port)
-    async with listener:
-        await server
+    await serve_on(arguments.port, arguments.droppable, config,
+                   lambda relay: Simulator(public_key, arguments.record, arguments.control, app_keys, relay))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,3 @@
-internal import CCurl
 public import Foundation
 
 /// One push as the APNs client sends it.
@@ -41,19 +40,15 @@ public struct APNsResponse: Sendable, Hashable {
     public let latencySeconds: Double
 }
 
-/// An HTTP/2 APNs client on one libcurl multi handle: requests of a batch are multiplexed as
-/// streams on few long-lived connections, which curl keeps (and reuses across batches) per host.
+/// The APNs client: pushes as HTTP/2 POSTs on one `CurlMultiplexer`, whose few long-lived
+/// connections carry every batch.
 ///
 /// - Important: Not `Sendable`: the pusher's worker thread owns it and calls `send` from there.
 public final class APNsClient {
-    private let multi: UnsafeMutableRawPointer
-    private let caFile: String?
-    private let timeoutMilliseconds: Int
-    private let maximumIdleSeconds: Int
+    private let multiplexer: CurlMultiplexer
+
     /// Connections opened since start (new TLS handshakes): few, when multiplexing works.
-    public private(set) var connectionsOpened = 0
-    /// Transfers of earlier batches, kept to be reused: their handles need no setting up again.
-    private var idleTransfers: [CurlTransfer] = []
+    public var connectionsOpened: Int { multiplexer.connectionsOpened }
 
     /// - Parameters:
     ///   - caFile: CA bundle to trust (tests point it at their own CA); `nil` for the system store.
@@ -68,33 +63,16 @@ public final class APNsClient {
         caFile: String? = nil, timeoutMilliseconds: Int = 10_000, connectionsPerHost: Int = 8,
         maximumIdleSeconds: Int = 86_400
     ) throws(PusherStartupError) {
-        try CurlLibrary.current.requireHTTP2()
-        guard let multi = curl_multi_init() else { throw PusherStartupError("curl_multi_init failed") }
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, connectionsPerHost)
-        // Streams per connection: the lower of this and what the server's SETTINGS advertise (APNs
-        // announces up to 1,000 once a connection is authenticated).
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, 1000)
-        // Keep the connections of both environments between batches (curl's default cache shrinks
-        // with the handles of a finished batch).
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, connectionsPerHost * 2)
-        self.multi = multi
-        self.caFile = caFile
-        self.timeoutMilliseconds = timeoutMilliseconds
-        self.maximumIdleSeconds = maximumIdleSeconds
-    }
-
-    deinit {
-        curl_multi_cleanup(multi)
+        multiplexer = try CurlMultiplexer(
+            caFile: caFile, timeoutMilliseconds: timeoutMilliseconds, connectionsPerHost: connectionsPerHost,
+            maximumIdleSeconds: maximumIdleSeconds, keptHeaders: ["apns-id"])
     }
 
     /// Sends a batch and waits for every answer; results come back in the order of `requests`.
     public func send(_ requests: [APNsRequest]) -> [APNsResponse] {
-        var results = [APNsResponse?](repeating: nil, count: requests.count)
+        // A batch uses one provider token per key: its header line is built once, not per push.
         var authorizationLines: [String: String] = [:]
-        var transfers: [Int: CurlTransfer] = [:]
-        for (index, request) in requests.enumerated() {
-            // A batch uses one provider token per key: its header line is built once, not per push.
+        let posts = requests.map { request in
             let authorization: String
             if let cached = authorizationLines[request.providerToken] {
                 authorization = cached
@@ -108,69 +86,22 @@ public final class APNsClient {
                 "apns-expiration: \(Int(request.expiration.timeIntervalSince1970))", "content-type: application/json",
             ]
             if let collapseID = request.collapseID { headers.append("apns-collapse-id: \(collapseID)") }
-            do throws(APNsTransportError) {
-                let transfer: CurlTransfer
-                if let idle = idleTransfers.popLast() {
-                    transfer = idle
-                } else {
-                    transfer = try CurlTransfer(
-                        caFile: caFile, timeoutMilliseconds: timeoutMilliseconds, maximumIdleSeconds: maximumIdleSeconds
-                    )
-                }
-                try transfer.prepare(
-                    index: index, url: request.baseURL + "/3/device/" + request.deviceToken, headers: headers,
-                    body: request.payload)
-                transfers[index] = transfer
-                curl_multi_add_handle(multi, transfer.handle)
-            } catch {
-                results[index] = APNsResponse(
-                    status: nil, reason: nil, apnsID: nil, timestamp: nil, transportError: error.description,
-                    latencySeconds: 0
-                )
-            }
+            return CurlMultiplexer.Request(
+                url: request.baseURL + "/3/device/" + request.deviceToken, headers: headers, body: request.payload)
         }
-        var inFlight = transfers.count
-        while inFlight > 0 {
-            var running: Int32 = 0
-            curl_multi_perform(multi, &running)
-            var queued: Int32 = 0
-            while let message = curl_multi_info_read(multi, &queued) {
-                guard message.pointee.msg == CURLMSG_DONE else { continue }
-                var context: UnsafeMutableRawPointer?
-                _ = ccurl_easy_getinfo_pointer(message.pointee.easy_handle, CURLINFO_PRIVATE, &context)
-                guard let context else { continue }
-                let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
-                let code = message.pointee.data.result
-                var connects = 0
-                _ = ccurl_easy_getinfo_long(message.pointee.easy_handle, CURLINFO_NUM_CONNECTS, &connects)
-                connectionsOpened += connects
-                results[transfer.index] = Self.response(transfer, code: code)
-                curl_multi_remove_handle(multi, transfer.handle)
-                transfers[transfer.index] = nil
-                if idleTransfers.count < 4096 { idleTransfers.append(transfer) }
-                inFlight -= 1
-            }
-            if inFlight > 0 { curl_multi_poll(multi, nil, 0, 100, nil) }
-        }
-        return results.map {
-            $0
-                ?? APNsResponse(
-                    status: nil, reason: nil, apnsID: nil, timestamp: nil, transportError: "lost", latencySeconds: 0)
-        }
+        return multiplexer.perform(posts).map(Self.response)
     }
 
-    private static func response(_ transfer: CurlTransfer, code: CURLcode) -> APNsResponse {
-        let latency = Double(DispatchTime.now().uptimeNanoseconds - transfer.started.uptimeNanoseconds) / 1e9
-        guard code == CURLE_OK, transfer.status > 0 else {
+    private static func response(_ answer: CurlMultiplexer.Answer) -> APNsResponse {
+        guard answer.transportError == nil else {
             return APNsResponse(
-                status: nil, reason: nil, apnsID: nil, timestamp: nil,
-                transportError: String(cString: curl_easy_strerror(code)), latencySeconds: latency
-            )
+                status: nil, reason: nil, apnsID: nil, timestamp: nil, transportError: answer.transportError,
+                latencySeconds: answer.latencySeconds)
         }
         var reason: APNsReason?
         var timestamp: Date?
-        if !transfer.responseBody.isEmpty,
-            let object = try? JSONSerialization.jsonObject(with: Data(transfer.responseBody)) as? [String: Any]
+        if !answer.body.isEmpty,
+            let object = try? JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any]
         {
             reason = (object["reason"] as? String).map(APNsReason.init)
             if let milliseconds = object["timestamp"] as? Double {
@@ -178,8 +109,8 @@ public final class APNsClient {
             }
         }
         return APNsResponse(
-            status: transfer.status, reason: reason, apnsID: transfer.apnsID, timestamp: timestamp,
-            transportError: nil, latencySeconds: latency
+            status: answer.status, reason: reason, apnsID: answer.headers["apns-id"], timestamp: timestamp,
+            transportError: nil, latencySeconds: answer.latencySeconds
         )
     }
 }

@@ -11,8 +11,9 @@ final class CurlTransfer {
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private(set) var index = 0
     private(set) var responseBody: [UInt8] = []
-    /// The `apns-id` header of the answer.
-    private(set) var apnsID: String?
+    /// The answer's headers asked for (lower-case names), without the rest.
+    private let keptHeaders: [(name: String, prefix: [UInt8])]
+    private(set) var keptHeaderValues: [String: String] = [:]
     private(set) var started = DispatchTime.now()
     /// The request body, owned here because `CURLOPT_POSTFIELDS` does not copy: allocated once (an
     /// APNs payload is at most 4 KB) and grown only for a larger body.
@@ -22,9 +23,13 @@ final class CurlTransfer {
     ///   default, 118 s, would reconnect after every quiet two minutes; APNs wants connections kept
     ///   for hours). Idle connections send TCP keepalives, so a dead path is noticed while idle.
     /// - Throws: `APNsTransportError` if libcurl refuses an option (an old or odd build).
-    init(caFile: String?, timeoutMilliseconds: Int, maximumIdleSeconds: Int) throws(APNsTransportError) {
+    /// - Parameter keptHeaders: lower-case names of the answer's headers to keep (`apns-id`).
+    init(caFile: String?, timeoutMilliseconds: Int, maximumIdleSeconds: Int, keptHeaders: [String])
+        throws(APNsTransportError)
+    {
         guard let handle = curl_easy_init() else { throw APNsTransportError("curl_easy_init failed") }
         self.handle = handle
+        self.keptHeaders = keptHeaders.map { ($0, Array(($0 + ":").utf8)) }
         let me = Unmanaged.passUnretained(self).toOpaque()
         var codes: [CURLcode] = [
             ccurl_easy_setopt_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)),
@@ -53,7 +58,7 @@ final class CurlTransfer {
     func prepare(index: Int, url: String, headers: [String], body: [UInt8]) throws(APNsTransportError) {
         self.index = index
         responseBody.removeAll(keepingCapacity: true)
-        apnsID = nil
+        if !keptHeaderValues.isEmpty { keptHeaderValues.removeAll(keepingCapacity: true) }
         started = DispatchTime.now()
         curl_slist_free_all(headerList)
         headerList = nil
@@ -101,21 +106,20 @@ final class CurlTransfer {
         guard let data, let context else { return 0 }
         let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
         let length = size * count
-        // Only `apns-id` is kept: matching on bytes spares a string per header line of every answer.
-        let prefix = apnsIDPrefix
+        // Only the headers asked for are kept: matching on bytes spares a string per header line.
         data.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
             let line = UnsafeBufferPointer(start: bytes, count: length)
-            guard length > prefix.count,
-                zip(line.prefix(prefix.count), prefix).allSatisfy({ $0 | 0x20 == $1 || $0 == $1 })
-            else { return }
-            let value = line[prefix.count...].drop { $0 == UInt8(ascii: " ") }
-            let trimmed = value.prefix { $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: "\n") }
-            transfer.apnsID = String(decoding: trimmed, as: UTF8.self)
+            for (name, prefix) in transfer.keptHeaders {
+                guard length > prefix.count,
+                    zip(line.prefix(prefix.count), prefix).allSatisfy({ $0 | 0x20 == $1 || $0 == $1 })
+                else { continue }
+                let value = line[prefix.count...].drop { $0 == UInt8(ascii: " ") }
+                let trimmed = value.prefix { $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: "\n") }
+                transfer.keptHeaderValues[name] = String(decoding: trimmed, as: UTF8.self)
+            }
         }
         return length
     }
-
-    private static let apnsIDPrefix = Array("apns-id:".utf8)
 }
 
 /// A failure below HTTP: no answer from APNs (connection refused, TLS, timeout, reset).

@@ -1,13 +1,14 @@
-internal import FoundationEssentials
+public import FoundationEssentials
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// A receiver's `Retry-After` (RFC 9110 §10.2.3): seconds to wait, or the HTTP date to wait until.
-enum WebhookRetryAfter {
+/// A server's `Retry-After` (RFC 9110 §10.2.3): seconds to wait, or the HTTP date to wait until.
+/// Webhook receivers and FCM send it.
+public enum RetryAfter {
     /// The seconds `value` asks to wait from `now`; `nil` when it is neither form.
-    static func seconds(_ value: Substring, now: Date) -> Int? {
+    public static func seconds(_ value: Substring, now: Date) -> Int? {
         var trimmed = String(value.drop { $0.isWhitespace })
         while trimmed.last?.isWhitespace == true { trimmed.removeLast() }
         if let delay = Int(trimmed) { return max(0, delay) }
