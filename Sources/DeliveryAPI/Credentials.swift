@@ -114,7 +114,7 @@ public enum Credentials {
         let presentedHash = SHA256.digest(Array(secret.utf8))
         do {
             if secret.hasPrefix(trackingTokenPrefix) {
-                guard let order = try store.order(trackingTokenHash: Hex.encode(presentedHash)) else {
+                guard let order = try store.trackedOrder(trackingTokenHash: Hex.encode(presentedHash)) else {
                     throw APIError.unauthorized("unknown tracking token")
                 }
                 if order.status.isTerminal, now > order.updatedAt.addingTimeInterval(trackingTokenLifetime) {

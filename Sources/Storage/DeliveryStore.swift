@@ -16,7 +16,7 @@ public protocol DeliveryStore: WebhookStore {
     func order(id: String, includingItems: Bool) throws(StorageError) -> Order?
     func openOrders(merchantID: String, riderID: String, limit: Int) throws(StorageError) -> [Order]
     func recordRides(_ updates: [RideUpdate], now: Date) throws(StorageError) -> Int
-    func order(trackingTokenHash: String) throws(StorageError) -> Order?
+    func trackedOrder(trackingTokenHash: String) throws(StorageError) -> TrackedOrder?
     @discardableResult
     func replaceTrackingToken(orderID: String, hash: String) throws(StorageError) -> Bool
     /// Runs `body` in one write transaction (see `StoreTransaction`); its value comes back once the

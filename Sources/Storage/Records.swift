@@ -7,6 +7,19 @@ public enum PushEnvironment: String, Sendable, Hashable, CaseIterable {
     case production
 }
 
+/// What a tracking token says of its order: which one, and whether the token still opens it.
+public struct TrackedOrder: Sendable, Hashable {
+    public let id: String
+    public let status: OrderStatus
+    public let updatedAt: Date
+
+    public init(id: String, status: OrderStatus, updatedAt: Date) {
+        self.id = id
+        self.status = status
+        self.updatedAt = updatedAt
+    }
+}
+
 /// A Live Activity of an order and the state of its push channel.
 public struct ActivityRecord: Sendable, Hashable {
     public let orderID: String

@@ -20,7 +20,10 @@ struct OrderStoreTests {
             return
         }
         #expect(try database.order(id: "o-1") == order)
-        #expect(try database.order(trackingTokenHash: "h") == order)
+        #expect(
+            try database.trackedOrder(trackingTokenHash: "h")
+                == TrackedOrder(id: order.id, status: order.status, updatedAt: order.updatedAt))
+        #expect(try database.trackedOrder(trackingTokenHash: "unknown") == nil)
         #expect(try database.events(orderID: "o-1") == [event])
     }
 

@@ -66,7 +66,7 @@ struct SQLiteToPostgresTests {
             lines.append("\(try store.liveActivities(orderID: id))")
             lines.append("\(try store.pushLog(orderID: id))")
         }
-        lines.append("\(try store.order(trackingTokenHash: "hash-o-2")?.id as Any)")
+        lines.append("\(try store.trackedOrder(trackingTokenHash: "hash-o-2")?.id as Any)")
         lines.append(
             "\(try store.pushToStart(DeviceKey(merchantID: "m-1", customerID: "c-42", deviceID: "phone")) as Any)")
         lines.append("\(try store.apiKeys())")

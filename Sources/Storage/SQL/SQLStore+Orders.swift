@@ -78,11 +78,20 @@ extension SQLStore {
         }
     }
 
-    /// The order a customer's tracking token opens.
-    public func order(trackingTokenHash: String) throws(StorageError) -> Order? {
+    /// The order a customer's tracking token opens: three columns, not the order, for a poll reads
+    /// the order itself right after.
+    public func trackedOrder(trackingTokenHash: String) throws(StorageError) -> TrackedOrder? {
         try readSession { connection in
-            try connection.cached("SELECT \(StoreSQL.orderColumns) FROM orders WHERE tracking_token_hash = ?")
-                .firstRow([.text(trackingTokenHash)], StoreSQL.decodeOrder)
+            try connection.cached("SELECT id, status, updated_at FROM orders WHERE tracking_token_hash = ?")
+                .firstRow([.text(trackingTokenHash)]) { row in
+                    let id = try row.text("id")
+                    let statusText = try row.text("status")
+                    guard let status = OrderStatus(rawValue: statusText) else {
+                        throw StorageError("order \(id) has an unknown status \(statusText)")
+                    }
+                    return TrackedOrder(
+                        id: id, status: status, updatedAt: Date(storageMilliseconds: try row.int("updated_at")))
+                }
         }
     }
 
