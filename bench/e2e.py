@@ -803,8 +803,9 @@ def main():
                               f"cpu_s_per_1000_changes={results[name]['cpu_s_per_1000_changes']} "
                               f"webhooks_delivered={results[name].get('webhooks_delivered')}", flush=True)
             finally:
-                receiver.process.kill()
-                receiver.process.wait()
+                # SIGQUIT: nginx's master stops its worker first; killed outright, it left the worker running.
+                receiver.process.send_signal(signal.SIGQUIT)
+                receiver.process.wait(timeout=30)
         if "slow-apns" in RUNS:
             for delay in (0, 500):
                 simulator = Simulator(work, delay)
