@@ -33,6 +33,7 @@ check() {
         failures=$((failures + 1))
     fi
 }
+silently() { "$@" >/dev/null 2>&1; }
 equals() { [ "$1" = "$2" ] || { echo "      expected '$2', got '$1'" >&2 && false; }; }
 absent() { [ ! -e "$1" ] || { echo "      $1 is still there" >&2 && false; }; }
 present() { [ -e "$1" ] || { echo "      $1 is missing" >&2 && false; }; }
@@ -108,6 +109,11 @@ for setting in Type=notify User=deliveryd EnvironmentFile=/etc/deliveryd/deliver
     "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6"; do
     check "the unit sets $setting" grep -qx "$setting" <<<"$unit"
 done
+# systemd's own rating of the sandbox (0 is the tightest, 10 none): at most 2.0, which it calls OK.
+security=$(systemd-analyze security --offline=yes --no-pager /lib/systemd/system/deliveryd.service 2>&1 | tail -1)
+echo "      ${security#→ }"
+check "systemd-analyze security rates the unit's exposure at most 2.0" \
+    silently systemd-analyze security --offline=yes --threshold=20 --no-pager /lib/systemd/system/deliveryd.service
 stop_timeout=$(sed -n 's/^TimeoutStopSec=\([0-9]*\)s$/\1/p' <<<"$unit")
 check "the unit waits longer than the graceful stop (78 s)" test "${stop_timeout:-0}" -gt 78
 check "the enable link is recorded" present /var/lib/systemd/deb-systemd-helper-enabled/multi-user.target.wants/deliveryd.service
