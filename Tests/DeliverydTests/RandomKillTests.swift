@@ -41,41 +41,11 @@ extension KillUnderLoad {
                 try? FileManager.default.removeItem(atPath: dataDirectory)
             }
             try LoopbackHTTP.waitUntilHealthy(port: port)
-            let merchant =
-                try LoopbackHTTP.send(
-                    port: port, "POST", "/v1/admin/keys", bearer: Self.adminKey,
-                    json: ["role": "merchant", "merchantId": "m-1"]
-                ).json["key"] as? String ?? ""
-            let riderKey =
-                try LoopbackHTTP.send(
-                    port: port, "POST", "/v1/admin/keys", bearer: Self.adminKey,
-                    json: ["role": "rider", "merchantId": "m-1", "riderId": "r-1"]
-                ).json["key"] as? String ?? ""
-            let orders = try OrderFixtures.withActivities(
-                port: port, count: orderCount, bearer: merchant, numbered: "R", firstToken: 0x5000,
-                eta: Date().addingTimeInterval(3600))
-            for order in orders {
-                let assigned = try LoopbackHTTP.send(
-                    port: port, "PUT", "/v1/orders/\(order.id)/rider", bearer: merchant,
-                    json: ["riderId": "r-1", "name": "Sam"])
-                try #require(assigned.status == 200)
-            }
-
-            // Four threads, each moving its orders one step per pass (the merchant starts preparing, the
-            // rider does the rest), retrying through crashes.
-            let pacer = LoadPacer(total: totalChanges, kills: kills)
-            let acknowledged = Acknowledgements()
-            let riders = DispatchGroup()
-            for worker in 0..<4 {
-                let mine = orders.enumerated().filter { $0.offset % 4 == worker }.map(\.element.id)
-                riders.enter()
-                Thread {
-                    defer { riders.leave() }
-                    Self.ride(
-                        mine, ports: [port], keys: [merchant, riderKey, riderKey, riderKey], pacer: pacer,
-                        acknowledged: acknowledged)
-                }.start()
-            }
+            let load = try RidingLoad(
+                ports: [port], adminKey: Self.adminKey, orderCount: orderCount, numbered: "R", firstToken: 0x5000,
+                kills: kills)
+            let (merchant, orders, pacer, acknowledged, riders) =
+                (load.merchant, load.orders, load.pacer, load.acknowledged, load.riders)
 
             var killedAt: [Double] = []
             let changesAtKills = try pacer.killDuring(riders) { _ in
@@ -207,4 +177,51 @@ final class Acknowledgements: Sendable {
     func record(_ id: String, step: Int) { steps.withLock { $0[id] = step } }
 
     var snapshot: [String: Int] { steps.withLock { $0 } }
+}
+
+/// The load of the kill tests: a merchant and a rider key, orders with activities assigned to the
+/// rider, and four threads each moving its share of the orders one step per pass (the merchant starts
+/// preparing, the rider does the rest), each request to one of `ports`, retrying through crashes.
+struct RidingLoad {
+    let merchant: String
+    let orders: [(id: String, token: String)]
+    let pacer: LoadPacer
+    let acknowledged = Acknowledgements()
+    let riders = DispatchGroup()
+
+    /// Creates the keys and orders through `ports` in turn, then starts the riders.
+    init(
+        ports: [UInt16], adminKey: String, orderCount: Int, numbered prefix: String, firstToken: Int, kills: Int
+    ) throws {
+        merchant =
+            try LoopbackHTTP.send(
+                port: ports[1 % ports.count], "POST", "/v1/admin/keys", bearer: adminKey,
+                json: ["role": "merchant", "merchantId": "m-1"]
+            ).json["key"] as? String ?? ""
+        let riderKey =
+            try LoopbackHTTP.send(
+                port: ports[2 % ports.count], "POST", "/v1/admin/keys", bearer: adminKey,
+                json: ["role": "rider", "merchantId": "m-1", "riderId": "r-1"]
+            ).json["key"] as? String ?? ""
+        orders = try OrderFixtures.withActivities(
+            port: ports[0], count: orderCount, bearer: merchant, numbered: prefix, firstToken: firstToken,
+            eta: Date().addingTimeInterval(3600))
+        for (index, order) in orders.enumerated() {
+            let assigned = try LoopbackHTTP.send(
+                port: ports[index % ports.count], "PUT", "/v1/orders/\(order.id)/rider", bearer: merchant,
+                json: ["riderId": "r-1", "name": "Sam"])
+            try #require(assigned.status == 200)
+        }
+        pacer = LoadPacer(total: orderCount * KillUnderLoad.RandomKillTests.path.count, kills: kills)
+        let keys = [merchant, riderKey, riderKey, riderKey]
+        for worker in 0..<4 {
+            let mine = orders.enumerated().filter { $0.offset % 4 == worker }.map(\.element.id)
+            riders.enter()
+            Thread { [riders, pacer, acknowledged] in
+                defer { riders.leave() }
+                KillUnderLoad.RandomKillTests.ride(
+                    mine, ports: ports, keys: keys, pacer: pacer, acknowledged: acknowledged)
+            }.start()
+        }
+    }
 }

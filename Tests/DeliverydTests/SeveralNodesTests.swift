@@ -10,17 +10,9 @@ extension KillUnderLoad {
         static let adminKey = "several-nodes-admin-key-0123"
 
         @Test func twoNodesShareThePushesAndSurviveAKill() throws {
-            let server = try PostgresServer()
-            let url = try server.newDatabaseURL()
-            let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
-            defer { simulator.stop() }
-            let sealingKey = NSTemporaryDirectory() + "sealing-" + UUID().uuidString
-            defer { try? FileManager.default.removeItem(atPath: sealingKey) }
-            let arguments =
-                [
-                    "--database-url", url, "--admin-key", Self.adminKey, "--sealing-key-file", sealingKey,
-                    "--push-lease", "2",
-                ] + DeliverydProcess.crowdArguments + simulator.deliverydArguments
+            let shared = try SharedByNodes(adminKey: Self.adminKey, extra: ["--push-lease", "2"])
+            defer { shared.stop() }
+            let (simulator, arguments) = (shared.simulator, shared.arguments)
             var nodes = try (0..<2).map { _ in try DeliverydProcess(extraArguments: arguments) }
             defer { for node in nodes { _ = node.stop() } }
             for node in nodes { try LoopbackHTTP.waitUntilHealthy(port: node.port) }
@@ -108,54 +100,18 @@ extension KillUnderLoad {
             let kills = 6
             let orderCount = 240
             let totalChanges = orderCount * RandomKillTests.path.count
-            let server = try PostgresServer()
-            let url = try server.newDatabaseURL()
-            let simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
-            defer { simulator.stop() }
-            let sealingKey = NSTemporaryDirectory() + "sealing-" + UUID().uuidString
-            defer { try? FileManager.default.removeItem(atPath: sealingKey) }
-            let arguments =
-                [
-                    "--database-url", url, "--admin-key", Self.adminKey, "--sealing-key-file", sealingKey,
-                    "--access-log", "off",
-                ] + DeliverydProcess.crowdArguments + simulator.deliverydArguments
+            let shared = try SharedByNodes(adminKey: Self.adminKey, extra: ["--access-log", "off"])
+            defer { shared.stop() }
+            let (simulator, arguments) = (shared.simulator, shared.arguments)
             var nodes = try (0..<3).map { _ in try DeliverydProcess(extraArguments: arguments) }
             defer { for node in nodes { _ = node.stop() } }
             let ports = nodes.map(\.port)
             for port in ports { try LoopbackHTTP.waitUntilHealthy(port: port) }
-            let merchant =
-                try LoopbackHTTP.send(
-                    port: ports[1], "POST", "/v1/admin/keys", bearer: Self.adminKey,
-                    json: ["role": "merchant", "merchantId": "m-1"]
-                ).json["key"] as? String ?? ""
-            let riderKey =
-                try LoopbackHTTP.send(
-                    port: ports[2], "POST", "/v1/admin/keys", bearer: Self.adminKey,
-                    json: ["role": "rider", "merchantId": "m-1", "riderId": "r-1"]
-                ).json["key"] as? String ?? ""
-            let orders = try OrderFixtures.withActivities(
-                port: ports[0], count: orderCount, bearer: merchant, numbered: "T", firstToken: 0x7000,
-                eta: Date().addingTimeInterval(3600))
-            for (index, order) in orders.enumerated() {
-                let assigned = try LoopbackHTTP.send(
-                    port: ports[index % 3], "PUT", "/v1/orders/\(order.id)/rider", bearer: merchant,
-                    json: ["riderId": "r-1", "name": "Sam"])
-                try #require(assigned.status == 200)
-            }
-
-            let pacer = LoadPacer(total: totalChanges, kills: kills)
-            let acknowledged = Acknowledgements()
-            let riders = DispatchGroup()
-            for worker in 0..<4 {
-                let mine = orders.enumerated().filter { $0.offset % 4 == worker }.map(\.element.id)
-                riders.enter()
-                Thread {
-                    defer { riders.leave() }
-                    RandomKillTests.ride(
-                        mine, ports: ports, keys: [merchant, riderKey, riderKey, riderKey], pacer: pacer,
-                        acknowledged: acknowledged)
-                }.start()
-            }
+            let load = try RidingLoad(
+                ports: ports, adminKey: Self.adminKey, orderCount: orderCount, numbered: "T", firstToken: 0x7000,
+                kills: kills)
+            let (merchant, orders, pacer, acknowledged, riders) =
+                (load.merchant, load.orders, load.pacer, load.acknowledged, load.riders)
 
             var killedAt: [Double] = []
             var victims: [Int] = []
@@ -188,5 +144,30 @@ extension KillUnderLoad {
                 "three nodes: \(kills) kills of nodes \(victims), \(orderCount) orders, \(pushes) pushes accepted, "
                     + "\(repeats) repeated")
         }
+    }
+}
+
+/// What the nodes of a test share: a database of their own on a PostgreSQL server, the APNs
+/// simulator, one sealing key (a reply kept by one node is replayed by another), and the flags that
+/// point each node at them. `stop()` stops the simulator and removes the key (the server stops with
+/// its last reference).
+struct SharedByNodes {
+    let server: PostgresServer
+    let simulator: APNsSimulator
+    let arguments: [String]
+    private let sealingKey = NSTemporaryDirectory() + "sealing-" + UUID().uuidString
+
+    init(adminKey: String, extra: [String]) throws {
+        server = try PostgresServer()
+        let url = try server.newDatabaseURL()
+        simulator = try APNsSimulator(publicKeyOf: testKeyPEM)
+        arguments =
+            ["--database-url", url, "--admin-key", adminKey, "--sealing-key-file", sealingKey] + extra
+            + DeliverydProcess.crowdArguments + simulator.deliverydArguments
+    }
+
+    func stop() {
+        simulator.stop()
+        try? FileManager.default.removeItem(atPath: sealingKey)
     }
 }

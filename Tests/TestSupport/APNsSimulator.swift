@@ -51,49 +51,22 @@ package final class APNsSimulator {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try privateKeyPEM.write(toFile: directory + "/signing.pem", atomically: true, encoding: .utf8)
         try "{}".write(toFile: directory + "/control.json", atomically: true, encoding: .utf8)
-        try Self.shell(
-            """
-            set -e
-            cd '\(directory)'
-            openssl pkey -in signing.pem -pubout -out signing.pub 2>/dev/null
-            openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.pem \
-                -days 1 -subj /CN=deliveryd-test-ca 2>/dev/null
-            openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout server.key -out server.csr \
-                -subj /CN=127.0.0.1 2>/dev/null
-            printf 'subjectAltName=IP:127.0.0.1\\n' > san.ext
-            openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 1 \
-                -extfile san.ext 2>/dev/null
-            """
-        )
+        try Self.shell("cd '\(directory)' && openssl pkey -in signing.pem -pubout -out signing.pub 2>/dev/null")
+        try TestPeers.makeServerCertificate(in: directory)
         var appKeyArguments: [String] = []
         for (index, appKey) in appKeys.enumerated() {
             try appKey.privateKeyPEM.write(toFile: directory + "/app-\(index).pem", atomically: true, encoding: .utf8)
             try Self.shell("cd '\(directory)' && openssl pkey -in app-\(index).pem -pubout -out app-\(index).pub")
             appKeyArguments += ["--app-key", "\(appKey.keyID):\(appKey.bundleID):\(directory)/app-\(index).pub"]
         }
-        let python = try Self.testPython()
-        // Ports below Linux's ephemeral range (32768 up), so that no outgoing connection holds one; a
-        // port another test took makes the simulator exit, and the next try takes another.
-        for attempt in 1...3 {
-            port = UInt16.random(in: 10_000...20_999)
-            process = Process()
-            process.executableURL = URL(fileURLWithPath: python)
-            process.arguments =
-                [
-                    Self.repositoryRoot.appendingPathComponent("Tests/apns-simulator/simulator.py").path,
-                    "--port", String(port), "--cert", directory + "/server.pem", "--key", directory + "/server.key",
-                    "--public-key", directory + "/signing.pub", "--record", directory + "/record.jsonl",
-                    "--control", controlFile,
-                ] + appKeyArguments + (droppable ? ["--droppable"] : [])
-            do {
-                try launch()
-                return
-            } catch  where attempt < 3 {
-                continue
-            } catch {
-                try? FileManager.default.removeItem(atPath: directory)
-                throw error
-            }
+        (process, port) = try TestPeers.start(
+            "apns-simulator/simulator.py", name: "the simulator", directory: directory
+        ) { port in
+            [
+                "--port", String(port), "--cert", directory + "/server.pem", "--key", directory + "/server.key",
+                "--public-key", directory + "/signing.pub", "--record", directory + "/record.jsonl",
+                "--control", controlFile,
+            ] + appKeyArguments + (droppable ? ["--droppable"] : [])
         }
     }
 
@@ -125,10 +98,7 @@ package final class APNsSimulator {
 
     /// Kills the simulator: from now on connections to its port are refused (an outage).
     package func pause() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        TestPeers.kill(process)
     }
 
     /// Ends an outage: the simulator listens again on the same port, with the same record and script.
@@ -137,10 +107,7 @@ package final class APNsSimulator {
     /// Kills the simulator (its clients' connections break mid-stream, as on a network reset) and
     /// starts it again on the same port with the same certificates, record and script.
     package func restart() throws {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        TestPeers.kill(process)
         let next = Process()
         next.executableURL = process.executableURL
         next.arguments = process.arguments
@@ -150,13 +117,9 @@ package final class APNsSimulator {
 
     deinit { stop() }
 
-    /// Kills the simulator at once: a graceful stop would wait for the client's idle HTTP/2
-    /// connection, which a long-lived APNs client rightly keeps open.
+    /// Kills the simulator at once and removes its files.
     package func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        TestPeers.kill(process)
         try? FileManager.default.removeItem(atPath: directory)
     }
 

@@ -45,50 +45,26 @@ package final class FCMSimulator {
             cd '\(directory)'
             openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out account.pem 2>/dev/null
             openssl pkey -in account.pem -pubout -out account.pub 2>/dev/null
-            openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.pem \
-                -days 1 -subj /CN=deliveryd-test-ca 2>/dev/null
-            openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout server.key -out server.csr \
-                -subj /CN=127.0.0.1 2>/dev/null
-            printf 'subjectAltName=IP:127.0.0.1\\n' > san.ext
-            openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 1 \
-                -extfile san.ext 2>/dev/null
             """
         )
-        let python = try APNsSimulator.testPython()
-        // As the APNs simulator: below the ephemeral range; a taken port makes it exit, and the next
-        // try takes another.
-        for attempt in 1...3 {
-            port = UInt16.random(in: 10_000...20_999)
-            process = Process()
-            process.executableURL = URL(fileURLWithPath: python)
-            process.arguments =
-                [
-                    APNsSimulator.repositoryRoot.appendingPathComponent("Tests/fcm-simulator/simulator.py").path,
-                    "--port", String(port), "--cert", directory + "/server.pem", "--key", directory + "/server.key",
-                    "--account-public-key", directory + "/account.pub", "--client-email", Self.clientEmail,
-                    "--project", Self.projectID, "--record", directory + "/record.jsonl", "--control", controlFile,
-                    "--token-lifetime", String(tokenLifetime),
-                ] + (droppable ? ["--droppable"] : [])
-            do {
-                try APNsSimulator.launch(process, port: port, name: "the FCM simulator")
-                return
-            } catch  where attempt < 3 {
-                continue
-            } catch {
-                try? FileManager.default.removeItem(atPath: directory)
-                throw error
-            }
+        try TestPeers.makeServerCertificate(in: directory)
+        (process, port) = try TestPeers.start(
+            "fcm-simulator/simulator.py", name: "the FCM simulator", directory: directory
+        ) { port in
+            [
+                "--port", String(port), "--cert", directory + "/server.pem", "--key", directory + "/server.key",
+                "--account-public-key", directory + "/account.pub", "--client-email", Self.clientEmail,
+                "--project", Self.projectID, "--record", directory + "/record.jsonl", "--control", controlFile,
+                "--token-lifetime", String(tokenLifetime),
+            ] + (droppable ? ["--droppable"] : [])
         }
     }
 
     deinit { stop() }
 
-    /// Kills the simulator at once (a graceful stop would wait for the client's idle connection).
+    /// Kills the simulator at once and removes its files.
     package func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        TestPeers.kill(process)
         try? FileManager.default.removeItem(atPath: directory)
     }
 

@@ -18,36 +18,21 @@ package final class WebhookReceiver {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try control([:])
         try trust([])
-        let python = try APNsSimulator.testPython()
-        // As the APNs simulator: a port another test took makes the receiver exit; the next try takes another.
-        for attempt in 1...3 {
-            port = UInt16.random(in: 10_000...20_999)
-            process = Process()
-            process.executableURL = URL(fileURLWithPath: python)
-            process.arguments = [
-                APNsSimulator.repositoryRoot.appendingPathComponent("Tests/webhook-receiver/receiver.py").path,
+        let directory = directory
+        (process, port) = try TestPeers.start(
+            "webhook-receiver/receiver.py", name: "the webhook receiver", directory: directory
+        ) { port in
+            [
                 "--port", String(port), "--record", directory + "/record.jsonl", "--control",
                 directory + "/control.json", "--secrets", directory + "/secrets.json",
             ]
-            do {
-                try APNsSimulator.launch(process, port: port, name: "the webhook receiver")
-                return
-            } catch  where attempt < 3 {
-                continue
-            } catch {
-                try? FileManager.default.removeItem(atPath: directory)
-                throw error
-            }
         }
     }
 
     deinit { stop() }
 
     package func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        TestPeers.kill(process)
         try? FileManager.default.removeItem(atPath: directory)
     }
 

@@ -1,9 +1,32 @@
-"""A TCP relay in front of a simulator that can cut every client connection at once: a dropped
-network path or a dead peer, with no answer and no GOAWAY."""
+"""What the push simulators share: reading a request's body, hypercorn's HTTP/2-over-TLS settings,
+and a TCP relay in front of a simulator that can cut every client connection at once (a dropped
+network path or a dead peer, with no answer and no GOAWAY)."""
 import asyncio
 import socket
 
 from hypercorn.asyncio import serve
+from hypercorn.config import Config
+
+
+async def read_body(receive):
+    """The whole body of an ASGI request."""
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return body
+
+
+def h2_config(certfile, keyfile):
+    """hypercorn serving HTTP/2 over TLS with the test certificate, its connections kept open."""
+    config = Config()
+    config.certfile = certfile
+    config.keyfile = keyfile
+    config.alpn_protocols = ["h2"]
+    config.keep_alive_max_requests = 10**9
+    config.loglevel = "WARNING"
+    return config
 
 
 class DroppingRelay:

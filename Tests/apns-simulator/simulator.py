@@ -27,9 +27,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
-from hypercorn.config import Config
 
-from relay import serve_on
+from relay import h2_config, read_body, serve_on
 
 
 def b64url_decode(text):
@@ -98,12 +97,7 @@ class Simulator:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         headers = {name.decode().lower(): value.decode() for name, value in scope["headers"]}
         path = scope["path"]
         token = path[len("/3/device/"):] if path.startswith("/3/device/") else ""
@@ -175,12 +169,7 @@ def main():
 
 
 async def run(arguments, public_key, app_keys):
-    config = Config()
-    config.certfile = arguments.cert
-    config.keyfile = arguments.key
-    config.alpn_protocols = ["h2"]
-    config.keep_alive_max_requests = 10**9
-    config.loglevel = "WARNING"
+    config = h2_config(arguments.cert, arguments.key)
     await serve_on(arguments.port, arguments.droppable, config,
                    lambda relay: Simulator(public_key, arguments.record, arguments.control, app_keys, relay))
 

@@ -31,10 +31,9 @@ import urllib.parse
 import uuid
 
 import jwt
-from hypercorn.config import Config
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apns-simulator"))
-from relay import serve_on  # noqa: E402
+from relay import h2_config, read_body, serve_on  # noqa: E402
 
 SCOPE = "https://www.googleapis.com/auth/firebase.messaging"
 GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -124,12 +123,7 @@ class Simulator:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            received = await receive()
-            body += received.get("body", b"")
-            if not received.get("more_body"):
-                break
+        body = await read_body(receive)
         headers = {name.decode().lower(): value.decode() for name, value in scope["headers"]}
         path = scope["path"]
         extra_headers = []
@@ -199,12 +193,7 @@ def main():
     arguments = parser.parse_args()
     with open(arguments.account_public_key) as pem:
         public_key = pem.read()
-    config = Config()
-    config.certfile = arguments.cert
-    config.keyfile = arguments.key
-    config.alpn_protocols = ["h2"]
-    config.keep_alive_max_requests = 10**9
-    config.loglevel = "WARNING"
+    config = h2_config(arguments.cert, arguments.key)
     asyncio.run(serve_on(arguments.port, arguments.droppable, config,
                          lambda relay: Simulator(arguments, public_key, relay)))
 
