@@ -7,10 +7,12 @@ import Storage
 import Telemetry
 
 extension DeliveryService {
-    /// The bounds of what devices register; APNs tokens are hex, today 64 digits, documented as variable.
+    /// The bounds of what devices register; APNs tokens are hex, today 64 digits, documented as
+    /// variable; FCM registration tokens are opaque, today about 160 characters of base64url and `:`.
     enum RegistrationLimits {
         static let identifierLength = 1...128
         static let pushTokenLength = 16...512
+        static let fcmTokenLength = 16...1024
         static let bundleIDLength = 1...155
     }
 
@@ -41,8 +43,9 @@ extension DeliveryService {
             let stored = try self.countingLimit("activities_per_order") {
                 try transaction.registerActivity(
                     orderID: orderID, activityID: activityID, pushToken: registration.token,
-                    environment: registration.environment, bundleID: registration.bundleID, shown: shown,
-                    liveLimit: liveLimit, now: call.now, requestID: call.request.requestID)
+                    environment: registration.environment, bundleID: registration.bundleID,
+                    platform: registration.platform, shown: shown, liveLimit: liveLimit, now: call.now,
+                    requestID: call.request.requestID)
             }
             return Written {
                 self.json(200, .object(["activity": Views.activity(stored.record)]))
@@ -85,17 +88,17 @@ extension DeliveryService {
             throw APIError.internalError()
         }
         let deviceLimit = configuration.rateLimits.devicesPerCustomer
-        let answer = JSONValue.object([
-            "merchantId": .string(device.merchantID), "customerId": .string(device.customerID),
-            "deviceId": .string(device.deviceID), "environment": .string(registration.environment.rawValue),
-            "bundleId": .string(registration.bundleID), "registeredAt": .time(call.now),
-        ])
+        let answer = JSONValue.object(
+            [
+                "merchantId": .string(device.merchantID), "customerId": .string(device.customerID),
+                "deviceId": .string(device.deviceID), "registeredAt": .time(call.now),
+            ].merging(Views.pushAddress(registration.platform, registration.environment, registration.bundleID)) { $1 })
         return { transaction in
             try self.countingLimit("devices_per_customer") {
                 try transaction.registerPushToStart(
                     device, credentialID: account.credentialID, pushToken: registration.token,
-                    environment: registration.environment, bundleID: registration.bundleID, deviceLimit: deviceLimit,
-                    now: call.now)
+                    environment: registration.environment, bundleID: registration.bundleID,
+                    platform: registration.platform, deviceLimit: deviceLimit, now: call.now)
             }
             return Written { self.json(200, answer) }
         }
@@ -190,12 +193,57 @@ extension DeliveryService {
     }
 
     private struct Registration {
+        let platform: PushPlatform
         let token: String
         let environment: PushEnvironment
+        /// The app's bundle id, or an Android app's Firebase project.
         let bundleID: String
     }
 
+    /// `platform` (`ios` unless it says `android`) and the push address of that platform.
     private func readRegistration(_ body: [String: JSONValue], _ reader: inout FieldReader) -> Registration? {
+        let platformText = reader.string(body, "platform") ?? PushPlatform.ios.rawValue
+        switch PushPlatform(rawValue: platformText) {
+        case .ios?: return readAppleRegistration(body, &reader)
+        case .android?: return readAndroidRegistration(body, &reader)
+        case nil:
+            reader.fail("platform", "must be ios or android")
+            return nil
+        }
+    }
+
+    /// An Android device: its FCM registration token and its app's Firebase project, which must be
+    /// the project of the service account deliveryd sends with (no other could be reached).
+    private func readAndroidRegistration(_ body: [String: JSONValue], _ reader: inout FieldReader) -> Registration? {
+        let token = reader.require(reader.string(body, "pushToken"), "pushToken")
+        if let token,
+            !RegistrationLimits.fcmTokenLength.contains(token.utf8.count)
+                || !token.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_:.".contains($0)) })
+        {
+            reader.fail("pushToken", "must be an FCM registration token: 16 to 1024 letters, digits or - _ : .")
+        }
+        for field in ["environment", "bundleId"] where body[field] != nil {
+            reader.fail(field, "is an iOS field: an Android device names its Firebase project (firebaseProjectId)")
+        }
+        guard let sendingProject = configuration.androidProject else {
+            reader.fail(
+                "platform",
+                "android devices cannot be reached: this deliveryd has no FCM service account (--fcm-service-account-file)"
+            )
+            return nil
+        }
+        let project = reader.string(body, "firebaseProjectId") ?? sendingProject
+        if project != sendingProject {
+            reader.fail("firebaseProjectId", "is not the Firebase project deliveryd sends for: " + sendingProject)
+        }
+        guard let token, reader.issues.isEmpty else { return nil }
+        return Registration(platform: .android, token: token, environment: .production, bundleID: project)
+    }
+
+    private func readAppleRegistration(_ body: [String: JSONValue], _ reader: inout FieldReader) -> Registration? {
+        if body["firebaseProjectId"] != nil {
+            reader.fail("firebaseProjectId", "is an Android field: an iPhone names its app (bundleId)")
+        }
         let token = reader.require(reader.string(body, "pushToken"), "pushToken")?.lowercased()
         if let token,
             !RegistrationLimits.pushTokenLength.contains(token.utf8.count) || token.utf8.count % 2 != 0
@@ -224,7 +272,7 @@ extension DeliveryService {
             reader.fail("bundleId", "is required: no default app is configured")
         }
         guard let token, let environment, let bundleID, reader.issues.isEmpty else { return nil }
-        return Registration(token: token, environment: environment, bundleID: bundleID)
+        return Registration(platform: .ios, token: token, environment: environment, bundleID: bundleID)
     }
 
     func checkIdentifier(_ value: String, _ field: String, _ reader: inout FieldReader) {

@@ -91,6 +91,8 @@ extension DeliveryService {
                 "retried": .number(total("deliveryd_push_retries_total")),
                 "byResult": byLabel("deliveryd_pushes_total", "result"),
                 "byEvent": byLabel("deliveryd_pushes_total", "event"),
+                "byPlatform": byLabel("deliveryd_pushes_total", "platform"),
+                "failedByPlatform": byLabel("deliveryd_push_failures_total", "platform"),
             ]),
             "failuresByReason": byLabel("deliveryd_push_failures_total", "reason"),
             "tokensRemoved": byLabel("deliveryd_tokens_removed_total", "reason"),

@@ -39,6 +39,9 @@ public struct DeliveryServiceConfiguration: Sendable {
     public var webhookPolicy: WebhookURLPolicy
     /// This process's build, shown in the dashboard's header.
     public var build: BuildInfo
+    /// The Firebase project deliveryd sends Android messages for (its FCM service account's);
+    /// `nil` without FCM: Android devices are then refused, their pushes could never go out.
+    public var androidProject: String?
 
     /// - Parameters:
     ///   - projection: default `ProjectionConfiguration()`.
@@ -54,6 +57,7 @@ public struct DeliveryServiceConfiguration: Sendable {
     ///   - startRegistrationTimeout: default 2 minutes.
     ///   - webhookPolicy: default https only, no private networks.
     ///   - build: default an unstamped build of an unknown version.
+    ///   - androidProject: default `nil`: no FCM.
     public init(
         projection: ProjectionConfiguration = ProjectionConfiguration(), defaultBundleID: String? = nil,
         idempotencyLifetime: TimeInterval = 86_400, knownBundleIDs: Set<String>? = nil,
@@ -61,8 +65,9 @@ public struct DeliveryServiceConfiguration: Sendable {
         ridePushInterval: TimeInterval = 30, historyStep: TimeInterval = 10, nodeName: String = "deliveryd",
         databaseHealth: (@Sendable () -> ConnectionPoolHealth)? = nil, startRegistrationTimeout: TimeInterval = 120,
         webhookPolicy: WebhookURLPolicy = WebhookURLPolicy(), statsMaximumAge: TimeInterval = 0,
-        build: BuildInfo = BuildInfo(version: "unknown")
+        build: BuildInfo = BuildInfo(version: "unknown"), androidProject: String? = nil
     ) {
+        self.androidProject = androidProject
         self.build = build
         self.statsMaximumAge = statsMaximumAge
         self.webhookPolicy = webhookPolicy

@@ -111,13 +111,25 @@ enum Views {
     }
 
     static func activity(_ record: ActivityRecord) -> JSONValue {
-        .object([
+        var members: [String: JSONValue] = [
             "activityId": .string(record.activityID),
-            "environment": .string(record.environment.rawValue),
-            "bundleId": .string(record.bundleID),
             "startedAt": .time(record.startedAt),
             "registeredAt": .time(record.registeredAt),
-        ])
+        ]
+        members.merge(pushAddress(record.platform, record.environment, record.bundleID)) { $1 }
+        return .object(members)
+    }
+
+    /// Where a device's pushes go: an iPhone's APNs environment and app, or an Android phone's
+    /// Firebase project.
+    static func pushAddress(_ platform: PushPlatform, _ environment: PushEnvironment, _ bundleID: String)
+        -> [String: JSONValue]
+    {
+        switch platform {
+        case .ios:
+            ["platform": .string("ios"), "environment": .string(environment.rawValue), "bundleId": .string(bundleID)]
+        case .android: ["platform": .string("android"), "firebaseProjectId": .string(bundleID)]
+        }
     }
 
     static func push(_ attempt: PushAttempt) -> JSONValue {
@@ -127,10 +139,12 @@ enum Views {
             "priority": .number(Double(attempt.priority)),
             "httpStatus": attempt.httpStatus.map { .number(Double($0)) } ?? .null,
             "reason": .optional(attempt.reason),
-            "apnsId": .optional(attempt.apnsID),
+            "apnsId": .optional(attempt.platform == .ios ? attempt.apnsID : nil),
+            "fcmMessageName": .optional(attempt.platform == .android ? attempt.apnsID : nil),
             "latencyMs": attempt.latencyMilliseconds.map { .number(Double($0)) } ?? .null,
             "attemptedAt": .time(attempt.attemptedAt),
             "requestId": .optional(attempt.requestID),
+            "platform": .string(attempt.platform.rawValue),
         ])
     }
 

@@ -16,6 +16,9 @@ public struct AndroidLiveUpdate: Sendable, Hashable {
     /// FCM refuses a message whose data (keys and values) is larger than this.
     public static let maximumDataBytes = 4096
 
+    /// The `DeliveryAttributes` JSON, as `LiveActivityProjector.encode` writes it: which order (an
+    /// FCM token is the phone's, shared by all its orders) and what the notification's title shows.
+    public var attributes: [UInt8]
     /// The `ContentState` JSON, as `LiveActivityProjector.encode` writes it.
     public var contentState: [UInt8]
     public var version: Int64
@@ -29,9 +32,10 @@ public struct AndroidLiveUpdate: Sendable, Hashable {
     public var timeToLive: TimeInterval
 
     public init(
-        contentState: [UInt8], version: Int64, event: Event, dismissAt: Date? = nil, highPriority: Bool,
-        timeToLive: TimeInterval
+        attributes: [UInt8], contentState: [UInt8], version: Int64, event: Event, dismissAt: Date? = nil,
+        highPriority: Bool, timeToLive: TimeInterval
     ) {
+        self.attributes = attributes
         self.contentState = contentState
         self.version = version
         self.event = event
@@ -43,12 +47,13 @@ public struct AndroidLiveUpdate: Sendable, Hashable {
     /// The message's data: a flat map of strings, as FCM's `data` field requires.
     public var data: [(key: String, value: String)] {
         var pairs = [
+            (key: "attributes", value: String(decoding: attributes, as: UTF8.self)),
             (key: "event", value: event.rawValue),
             (key: "state", value: String(decoding: contentState, as: UTF8.self)),
             (key: "version", value: String(version)),
         ]
         if let dismissAt {
-            pairs.insert((key: "dismissAt", value: String(Int64(dismissAt.timeIntervalSince1970.rounded()))), at: 0)
+            pairs.insert((key: "dismissAt", value: String(Int64(dismissAt.timeIntervalSince1970.rounded()))), at: 1)
         }
         return pairs
     }
@@ -61,7 +66,7 @@ public struct AndroidLiveUpdate: Sendable, Hashable {
     /// device, and the version already lets the app keep only the newest.
     public func requestBody(registrationToken: String) -> [UInt8]? {
         guard dataBytes <= Self.maximumDataBytes else { return nil }
-        var writer = JSONWriter(capacity: 256 + contentState.count * 2)
+        var writer = JSONWriter(capacity: 256 + (attributes.count + contentState.count) * 2)
         writer.beginObject()
         writer.key("message")
         writer.beginObject()
@@ -72,6 +77,7 @@ public struct AndroidLiveUpdate: Sendable, Hashable {
         writer.endObject()
         writer.key("data")
         writer.beginObject()
+        writer.member("attributes", String(decoding: attributes, as: UTF8.self))
         if let dismissAt { writer.member("dismissAt", String(Int64(dismissAt.timeIntervalSince1970.rounded()))) }
         writer.member("event", event.rawValue)
         writer.member("state", String(decoding: contentState, as: UTF8.self))

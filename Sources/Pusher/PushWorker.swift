@@ -40,21 +40,26 @@ public struct PusherConfiguration: Sendable {
     }
 }
 
-/// Drains the outbox into APNs: claims due rows, builds each push from the order's latest state,
-/// sends the batch, and applies what APNs answered to the rows, the tokens and the push log.
+/// Drains the outbox into APNs and FCM: claims due rows, builds each push from the order's latest
+/// state, sends the batch (iPhones' pushes to APNs, Android phones' messages to FCM), and applies what
+/// each service answered to the rows, the tokens and the push log.
 ///
-/// - Important: Not `Sendable`: one worker thread owns it (and its `APNsClient`).
+/// - Important: Not `Sendable`: one worker thread owns it (and its `APNsClient` and `FCMClient`).
 public final class PushWorker {
     private let store: any DeliveryStore
     private let sender: any PushSender
+    /// How Android devices are reached; `nil` when no FCM service account is configured.
+    let fcm: FCMRoute?
+    /// Firebase projects whose credentials FCM refused: nothing is sent for them meanwhile.
+    let projectPauses: FCMProjectPauses
     private let tokens: ProviderTokenCache?
     /// Keys of further apps (white-label builds), by bundle id; other apps use `tokens`.
     private let appTokens: [String: ProviderTokenCache]
-    private let configuration: PusherConfiguration
-    private let planner: PushPlanner
+    let configuration: PusherConfiguration
+    let planner: PushPlanner
     private let owner: String
-    private let metrics: PushMetrics
-    private let logger: Logger
+    let metrics: PushMetrics
+    let logger: Logger
     private var randomness = SystemRandomNumberGenerator()
     /// Writes batch outcomes off the sending thread, so that both cores work: one sends, one writes.
     private let bookkeeping = DispatchQueue(label: "pusher.bookkeeping")
@@ -74,12 +79,18 @@ public final class PushWorker {
     ///   - logger: failures at warning, each accepted push at debug, with the request id behind it.
     ///   - owner: this worker's name on the rows it leases; several workers need different ones.
     ///   - pauses: shared by the workers of one process (default: this worker's own).
+    ///   - fcm: how Android devices are reached; without it their pushes are dead letters
+    ///     (`fcm_not_configured`), replayable once FCM is configured.
+    ///   - projectPauses: FCM's pauses, shared by the workers of one process (default: this worker's own).
     public init(
         store: any DeliveryStore, sender: any PushSender, tokens: ProviderTokenCache?,
         appTokens: [String: ProviderTokenCache] = [:], configuration: PusherConfiguration,
         owner: String = "pusher-\(getpid())", metrics: PushMetrics = PushMetrics(registry: MetricsRegistry()),
-        logger: Logger = Logger(label: "pusher"), pauses: EnvironmentPauses = EnvironmentPauses()
+        logger: Logger = Logger(label: "pusher"), pauses: EnvironmentPauses = EnvironmentPauses(),
+        fcm: FCMRoute? = nil, projectPauses: FCMProjectPauses = FCMProjectPauses()
     ) {
+        self.fcm = fcm
+        self.projectPauses = projectPauses
         self.pauses = pauses
         self.metrics = metrics
         self.logger = logger
@@ -97,14 +108,27 @@ public final class PushWorker {
         leaseKeeper.stop()
     }
 
-    private struct Planned {
+    struct Planned {
         let item: OutboxItem
         let push: LiveActivityPush
+        let platform: PushPlatform
         let environment: PushEnvironment
         let token: String
         let registeredAt: Date
+        /// The app's bundle id, or for Android its Firebase project.
         let bundleID: String
         let merchantID: String
+        /// Whether the push shows a status the device has not shown yet (a start, an end, a new
+        /// status): what Android sends at high priority.
+        let newStatus: Bool
+        /// The order's public attributes, encoded, for an Android message (an iPhone's activity
+        /// has them already, or gets them in the start's payload); empty for iPhones.
+        let attributes: [UInt8]
+    }
+
+    /// What an Android message of `order` names it by, built only for Android devices.
+    private func androidAttributes(_ order: Order, _ platform: PushPlatform) -> [UInt8] {
+        platform == .android ? planner.projector.encode(planner.projector.attributes(for: order)) : []
     }
 
     /// Drains the outbox until the task is cancelled: a batch whenever `signal` fires, and at least
@@ -188,15 +212,24 @@ public final class PushWorker {
         for item in items {
             switch plan(item, context: context, now: now) {
             case .send(let entry):
-                if let until = pauses.pausedUntil(entry.environment, now: now) {
+                let pausedUntil =
+                    entry.platform == .ios
+                    ? pauses.pausedUntil(entry.environment, now: now)
+                    : projectPauses.pausedUntil(entry.bundleID, now: now)
+                if let until = pausedUntil {
                     completions.append(
-                        PushCompletion(item: entry.item, outcome: .retry(at: until, error: "environment_paused")))
+                        PushCompletion(
+                            item: entry.item,
+                            outcome: .retry(
+                                at: until, error: entry.platform == .ios ? "environment_paused" : "project_paused")))
                 } else {
                     planned.append(entry)
                 }
             case .finish(let completion): completions.append(completion)
             }
         }
+        let android = planned.filter { $0.platform == .android }
+        planned.removeAll { $0.platform == .android }
         if !planned.isEmpty {
             // One provider token per app key in the batch, minted or reused by its cache.
             var providers: [String: ProviderToken] = [:]
@@ -231,6 +264,7 @@ public final class PushWorker {
                 }
             }
         }
+        if !android.isEmpty { completions += sendToAndroid(android, now: now) }
         if overlapBookkeeping {
             heldCompletions = (completions, now)
         } else {
@@ -298,9 +332,11 @@ public final class PushWorker {
                 case .send(let push):
                     return .send(
                         Planned(
-                            item: item, push: push, environment: activity.environment, token: activity.pushToken,
-                            registeredAt: activity.registeredAt, bundleID: activity.bundleID,
-                            merchantID: order.merchantID))
+                            item: item, push: push, platform: activity.platform, environment: activity.environment,
+                            token: activity.pushToken, registeredAt: activity.registeredAt, bundleID: activity.bundleID,
+                            merchantID: order.merchantID,
+                            newStatus: push.event == .end || activity.lastSentStatus != push.orderStatus,
+                            attributes: androidAttributes(order, activity.platform)))
                 case .skip(.activityExpired):
                     return .finish(
                         PushCompletion(
@@ -318,9 +354,10 @@ public final class PushWorker {
                 case .send(let push):
                     return .send(
                         Planned(
-                            item: item, push: push, environment: device.environment, token: device.pushToken,
-                            registeredAt: device.registeredAt, bundleID: device.bundleID,
-                            merchantID: order.merchantID))
+                            item: item, push: push, platform: device.platform, environment: device.environment,
+                            token: device.pushToken, registeredAt: device.registeredAt, bundleID: device.bundleID,
+                            merchantID: order.merchantID, newStatus: true,
+                            attributes: androidAttributes(order, device.platform)))
                 case .skip:
                     return .finish(PushCompletion(item: item, outcome: .sent))
                 }
@@ -347,7 +384,6 @@ public final class PushWorker {
             contentState: String(decoding: planner.projector.encode(entry.push.contentState), as: UTF8.self)
         )
         metrics.apnsRoundTrip.observe(response.latencySeconds)
-        metrics.changeToAnswer.observe(max(0, Date().timeIntervalSince(item.createdAt)))
         let action = PushResultClassifier.action(
             status: response.status, reason: response.reason, timestamp: response.timestamp,
             environmentConfirmed: pauses.isConfirmed(entry.environment)
@@ -359,48 +395,18 @@ public final class PushWorker {
             "apns.status": .int(response.status ?? 0), "apns.reason": .string(reason),
             "device.token.prefix": .string(String(entry.token.prefix(8))),
         ]
-        if case .delivered = action {
-            metrics.merchantPushes.increment([entry.merchantID, "accepted"])
-            logger.debug("push.accepted", fields)
-        } else {
-            metrics.merchantPushes.increment([entry.merchantID, "failed"])
-            let label =
-                response.reason?.description
-                ?? (response.status == nil ? "transport" : "status_\(response.status ?? 0)")
-            metrics.failures.increment([label])
-            logger.warning("push.not_accepted", fields)
-        }
+        recordAnswer(
+            entry, accepted: action == .delivered,
+            failure: response.reason?.description
+                ?? (response.status == nil ? "transport" : "status_\(response.status ?? 0)"), fields: fields)
         var completion = PushCompletion(item: item, outcome: .sent, attempt: attempt)
         var refresh = false
         switch action {
         case .delivered:
-            metrics.pushes.increment([event, "accepted"])
-            switch (item.target, entry.push.event) {
-            case (.start, _): metrics.activityEvents.increment(["started_remotely"])
-            case (.activity, .end): metrics.activityEvents.increment(["ended"])
-            case (.activity, _): metrics.activityEvents.increment(["updated"])
-            }
-            if case .activity(let activityID) = item.target {
-                completion.sentState = PushCompletion.SentState(
-                    status: entry.push.orderStatus,
-                    fingerprint: entry.push.fingerprint, timestamp: entry.push.timestamp)
-                if entry.push.event == .end {
-                    completion.removal = .activity(activityID: activityID, reason: "ended", onlyIfRegisteredBefore: nil)
-                }
-            }
+            completion = accepted(entry, attempt: attempt)
         case .dropToken(let registeredBefore):
-            metrics.pushes.increment([event, "token_removed"])
-            switch item.target {
-            case .activity(let activityID):
-                completion.removal = .activity(
-                    activityID: activityID, reason: reason, onlyIfRegisteredBefore: registeredBefore)
-            case .start(let customerID, let deviceID):
-                completion.removal = .pushToStart(
-                    merchantID: entry.merchantID, customerID: customerID, deviceID: deviceID,
-                    onlyIfRegisteredBefore: registeredBefore)
-            }
+            completion = droppingToken(entry, attempt: attempt, reason: reason, registeredBefore: registeredBefore)
         case .deadLetter:
-            metrics.pushes.increment([event, "dead_lettered"])
             completion.outcome = .dead(reason: reason)
             if response.reason == .known(.badDeviceToken), pauses.badTokenWhileUnconfirmed(entry.environment) {
                 // Every token refused and none delivered: the environment or key is wrong, not the tokens.
@@ -412,16 +418,90 @@ public final class PushWorker {
         case .retry:
             completion.outcome = retryOutcome(item, reason: reason, now: now)
         case .pauseEnvironment:
-            let until = pause(entry.environment, reason: reason, now: now)
-            completion.outcome =
-                configuration.retryPolicy.isExhausted(firstAttempt: item.createdAt, now: now)
-                ? .dead(reason: "gave up: \(reason)") : .retry(at: until, error: reason)
+            completion.outcome = waitOutcome(
+                item, until: pause(entry.environment, reason: reason, now: now), reason: reason, now: now)
         }
-        if case .retry = completion.outcome { metrics.pushes.increment([event, "retried"]) }
-        if case .dead = completion.outcome, action != .deadLetter {
-            metrics.pushes.increment([event, "dead_lettered"])
-        }
+        countResult(completion, of: entry)
         return (completion, refresh)
+    }
+
+    /// Counts one answer by merchant and failure reason, and logs it: each accepted push at debug,
+    /// each refused one at warning.
+    func recordAnswer(_ entry: Planned, accepted: Bool, failure: String, fields: [String: Logger.Value]) {
+        metrics.changeToAnswer.observe(max(0, Date().timeIntervalSince(entry.item.createdAt)))
+        if accepted {
+            metrics.merchantPushes.increment([entry.merchantID, "accepted"])
+            logger.debug("push.accepted", fields)
+        } else {
+            metrics.merchantPushes.increment([entry.merchantID, "failed"])
+            metrics.failures.increment([entry.platform.rawValue, failure])
+            logger.warning("push.not_accepted", fields)
+        }
+    }
+
+    /// The completion of a push the service accepted: what the activity shows now, and its end.
+    /// A start an Android device accepted makes the device an activity of the order.
+    func accepted(_ entry: Planned, attempt: PushAttempt) -> PushCompletion {
+        var completion = PushCompletion(item: entry.item, outcome: .sent, attempt: attempt)
+        let sent = PushCompletion.SentState(
+            status: entry.push.orderStatus, fingerprint: entry.push.fingerprint, timestamp: entry.push.timestamp)
+        switch (entry.item.target, entry.push.event) {
+        case (.start(_, let deviceID), _):
+            metrics.activityEvents.increment(["started_remotely"])
+            if entry.platform == .android {
+                completion.sentState = sent
+                completion.startedDevice = (
+                    activityID: Self.androidActivityID(deviceID: deviceID), pushToken: entry.token,
+                    project: entry.bundleID
+                )
+            }
+        case (.activity(let activityID), .end):
+            metrics.activityEvents.increment(["ended"])
+            completion.sentState = sent
+            completion.removal = .activity(activityID: activityID, reason: "ended", onlyIfRegisteredBefore: nil)
+        case (.activity, _):
+            metrics.activityEvents.increment(["updated"])
+            completion.sentState = sent
+        }
+        return completion
+    }
+
+    /// The completion of a push whose token the service says is dead: the token is removed unless
+    /// it was registered again after `registeredBefore`.
+    func droppingToken(_ entry: Planned, attempt: PushAttempt, reason: String, registeredBefore: Date?)
+        -> PushCompletion
+    {
+        var completion = PushCompletion(item: entry.item, outcome: .sent, attempt: attempt)
+        switch entry.item.target {
+        case .activity(let activityID):
+            completion.removal = .activity(
+                activityID: activityID, reason: reason, onlyIfRegisteredBefore: registeredBefore)
+        case .start(let customerID, let deviceID):
+            completion.removal = .pushToStart(
+                merchantID: entry.merchantID, customerID: customerID, deviceID: deviceID,
+                onlyIfRegisteredBefore: registeredBefore)
+        }
+        return completion
+    }
+
+    /// Counts what became of a push: accepted, token removed, retried or dead-lettered.
+    func countResult(_ completion: PushCompletion, of entry: Planned) {
+        let result: String
+        switch completion.outcome {
+        case .sent: result = completion.removal != nil && completion.sentState == nil ? "token_removed" : "accepted"
+        case .retry: result = "retried"
+        case .dead: result = "dead_lettered"
+        }
+        metrics.pushes.increment([entry.platform.rawValue, entry.push.event.rawValue, result])
+    }
+
+    /// The activity an Android device becomes when an order's start reaches it.
+    static func androidActivityID(deviceID: String) -> String { "android:" + deviceID }
+
+    /// Waiting for a paused service: the row comes back when the pause ends, unless its retries ran out.
+    func waitOutcome(_ item: OutboxItem, until: Date, reason: String, now: Date) -> PushCompletion.RowOutcome {
+        configuration.retryPolicy.isExhausted(firstAttempt: item.createdAt, now: now)
+            ? .dead(reason: "gave up: \(reason)") : .retry(at: until, error: reason)
     }
 
     /// Pauses an environment after APNs refused our configuration; returns when sending resumes.
@@ -444,7 +524,7 @@ public final class PushWorker {
     }
 
     /// The next attempt's time, or a dead letter past the retry deadline.
-    private func retryOutcome(_ item: OutboxItem, reason: String, now: Date) -> PushCompletion.RowOutcome {
+    func retryOutcome(_ item: OutboxItem, reason: String, now: Date) -> PushCompletion.RowOutcome {
         if configuration.retryPolicy.isExhausted(firstAttempt: item.createdAt, now: now) {
             return .dead(reason: "gave up: \(reason)")
         }

@@ -120,24 +120,25 @@ extension DeliveryStore {
     /// See `StoreTransaction.registerActivity`; the caller has checked that the order is open.
     public func registerActivity(
         orderID: String, activityID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
-        shown: ShownState?, liveLimit: Int = .max, now: Date, requestID: String? = nil
+        platform: PushPlatform = .ios, shown: ShownState?, liveLimit: Int = .max, now: Date, requestID: String? = nil
     ) throws(StorageError) -> ActivityRegistration {
         try writing { transaction throws(StorageError) in
             try transaction.registerActivity(
                 orderID: orderID, activityID: activityID, pushToken: pushToken, environment: environment,
-                bundleID: bundleID, shown: shown, liveLimit: liveLimit, now: now, requestID: requestID)
+                bundleID: bundleID, platform: platform, shown: shown, liveLimit: liveLimit, now: now,
+                requestID: requestID)
         }
     }
 
     /// See `StoreTransaction.registerPushToStart`.
     public func registerPushToStart(
         _ device: DeviceKey, credentialID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
-        deviceLimit: Int = .max, now: Date
+        platform: PushPlatform = .ios, deviceLimit: Int = .max, now: Date
     ) throws(StorageError) {
         try writing { transaction throws(StorageError) in
             try transaction.registerPushToStart(
                 device, credentialID: credentialID, pushToken: pushToken, environment: environment,
-                bundleID: bundleID, deviceLimit: deviceLimit, now: now)
+                bundleID: bundleID, platform: platform, deviceLimit: deviceLimit, now: now)
         }
     }
 

@@ -7,6 +7,14 @@ public enum PushEnvironment: String, Sendable, Hashable, CaseIterable {
     case production
 }
 
+/// Which push service reaches a device: APNs for iPhones, FCM for Android phones. An Android
+/// record keeps its FCM registration token as `pushToken` and its app's Firebase project as
+/// `bundleID`; its `environment` is always `production` (FCM has one).
+public enum PushPlatform: String, Sendable, Hashable, CaseIterable {
+    case ios
+    case android
+}
+
 /// What a tracking token says of its order: which one, and whether the token still opens it.
 public struct TrackedOrder: Sendable, Hashable {
     public let id: String
@@ -28,6 +36,7 @@ public struct ActivityRecord: Sendable, Hashable {
     public let pushToken: String
     public let environment: PushEnvironment
     public let bundleID: String
+    public let platform: PushPlatform
     public let startedAt: Date
     /// When the current token was registered; a 410 older than this does not remove it.
     public let registeredAt: Date
@@ -48,6 +57,7 @@ public struct PushToStartRecord: Sendable, Hashable {
     public let pushToken: String
     public let environment: PushEnvironment
     public let bundleID: String
+    public let platform: PushPlatform
     public let registeredAt: Date
 }
 
@@ -176,12 +186,16 @@ public struct PushAttempt: Sendable, Hashable {
     /// The Live Activity `content-state` the push carried, as JSON: the public projection, what
     /// the phone showed (support staff read it in an order's timeline).
     public let contentState: String?
+    /// The service that answered: APNs (`apnsID` is its `apns-id`) or FCM (`apnsID` holds the
+    /// message's name).
+    public let platform: PushPlatform
 
     public init(
         orderID: String, targetID: String, event: String, priority: Int, httpStatus: Int?, reason: String?,
         apnsID: String?, latencyMilliseconds: Int?, attemptedAt: Date, requestID: String? = nil,
-        contentState: String? = nil
+        contentState: String? = nil, platform: PushPlatform = .ios
     ) {
+        self.platform = platform
         self.contentState = contentState
         self.requestID = requestID
         self.orderID = orderID

@@ -60,7 +60,7 @@ public protocol StoreTransaction {
     ///     (the order's lock serializes registrations of one order, so the count holds).
     func registerActivity(
         orderID: String, activityID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
-        shown: ShownState?, liveLimit: Int, now: Date, requestID: String?
+        platform: PushPlatform, shown: ShownState?, liveLimit: Int, now: Date, requestID: String?
     ) throws(StorageError) -> ActivityRegistration
 
     /// Stores a device's push-to-start token under its merchant and customer; a new token for the same
@@ -70,7 +70,7 @@ public protocol StoreTransaction {
     /// - Parameter deviceLimit: devices the customer may have; a new one past it throws `limitReached`.
     func registerPushToStart(
         _ device: DeviceKey, credentialID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
-        deviceLimit: Int, now: Date
+        platform: PushPlatform, deviceLimit: Int, now: Date
     ) throws(StorageError)
 
     /// Queues `order.status_changed` to the merchant's webhook endpoints for an applied change that

@@ -21,6 +21,12 @@ struct Configuration: Sendable {
     var apnsDevelopmentURL = "https://api.sandbox.push.apple.com"
     var apnsProductionURL = "https://api.push.apple.com"
     var apnsCAFile: String?
+    /// The Google service-account key file of the Firebase project Android devices belong to; `nil`: no FCM.
+    var fcmServiceAccountFile: String?
+    var fcmURL = "https://fcm.googleapis.com"
+    /// `nil`: the key file's `token_uri` (Google's OAuth 2 endpoint).
+    var fcmTokenURL: String?
+    var fcmCAFile: String?
     var dismissalDelaySeconds = 900
     var staleGraceSeconds = 900
     var minimumFreshnessSeconds = 900
@@ -194,31 +200,35 @@ struct Configuration: Sendable {
                     ? nil : $0.apnsApps.map { "\($0.bundleID) (key \($0.keyID))" }.joined(separator: ", ")
             }
         ),
+        httpsURLSetting(
+            flag: "--apns-development-url", environment: "APNS_DEVELOPMENT_URL",
+            help: "APNs host for development tokens (default https://api.sandbox.push.apple.com)",
+            keyPath: \.apnsDevelopmentURL),
+        httpsURLSetting(
+            flag: "--apns-production-url", environment: "APNS_PRODUCTION_URL",
+            help: "APNs host for production tokens (default https://api.push.apple.com)", keyPath: \.apnsProductionURL),
+        pathSetting(
+            flag: "--apns-ca-file", environment: "APNS_CA_FILE",
+            help: "CA bundle to trust for APNs (default: the system's trust store)", keyPath: \.apnsCAFile),
+        pathSetting(
+            flag: "--fcm-service-account-file", environment: "FCM_SERVICE_ACCOUNT_FILE",
+            help:
+                "Google service-account key (JSON) of the Firebase project of the Android app; without it Android devices are refused",
+            keyPath: \.fcmServiceAccountFile),
+        httpsURLSetting(
+            flag: "--fcm-url", environment: "FCM_URL", help: "FCM HTTP v1 API (default https://fcm.googleapis.com)",
+            keyPath: \.fcmURL),
         Setting(
-            flag: "--apns-development-url", environment: "APNS_DEVELOPMENT_URL", placeholder: "URL",
-            help: "APNs host for development tokens (default https://api.sandbox.push.apple.com)", isSecret: false,
+            flag: "--fcm-token-url", environment: "FCM_TOKEN_URL", placeholder: "URL",
+            help: "OAuth 2 token endpoint for the service account (default: the key file's token_uri)", isSecret: false,
             apply: { config, value throws(ConfigurationError) in
-                guard value.hasPrefix("https://") else {
-                    throw .invalid("--apns-development-url", value, "must start with https://")
-                }
-                config.apnsDevelopmentURL = value
-            }, current: { $0.apnsDevelopmentURL }
+                config.fcmTokenURL = try httpsURL(value, flag: "--fcm-token-url")
+            }, current: { $0.fcmTokenURL }
         ),
-        Setting(
-            flag: "--apns-production-url", environment: "APNS_PRODUCTION_URL", placeholder: "URL",
-            help: "APNs host for production tokens (default https://api.push.apple.com)", isSecret: false,
-            apply: { config, value throws(ConfigurationError) in
-                guard value.hasPrefix("https://") else {
-                    throw .invalid("--apns-production-url", value, "must start with https://")
-                }
-                config.apnsProductionURL = value
-            }, current: { $0.apnsProductionURL }
-        ),
-        Setting(
-            flag: "--apns-ca-file", environment: "APNS_CA_FILE", placeholder: "PATH",
-            help: "CA bundle to trust for APNs (default: the system's trust store)", isSecret: false,
-            apply: { config, value throws(ConfigurationError) in config.apnsCAFile = value }, current: { $0.apnsCAFile }
-        ),
+        pathSetting(
+            flag: "--fcm-ca-file", environment: "FCM_CA_FILE",
+            help: "CA bundle to trust for FCM and its token endpoint (default: the system's trust store)",
+            keyPath: \.fcmCAFile),
         Setting(
             flag: "--dismissal-delay", environment: "DELIVERYD_DISMISSAL_DELAY", placeholder: "SECONDS",
             help: "how long an ended Live Activity stays on the Lock Screen, 0-14400 (default 900)", isSecret: false,
@@ -475,13 +485,10 @@ struct Configuration: Sendable {
             help: "hours an endpoint may fail without delivering anything before it is disabled (default 120)",
             keyPath: \.webhookDisableAfterHours
         ),
-        Setting(
-            flag: "--webhook-ca-file", environment: "DELIVERYD_WEBHOOK_CA_FILE", placeholder: "PATH",
+        pathSetting(
+            flag: "--webhook-ca-file", environment: "DELIVERYD_WEBHOOK_CA_FILE",
             help: "CA bundle webhook receivers' certificates are checked against (default: the system's)",
-            isSecret: false,
-            apply: { config, value throws(ConfigurationError) in config.webhookCAFile = value },
-            current: { $0.webhookCAFile }
-        ),
+            keyPath: \.webhookCAFile),
         integerSetting(
             flag: "--push-lease", environment: "DELIVERYD_PUSH_LEASE", range: 1...600,
             help: "seconds a claimed push belongs to its worker; after a crash it is sent again then (default 30)",
@@ -497,6 +504,33 @@ struct Configuration: Sendable {
         for prefix in ["dk_", "dt_", "dc_"] where value.hasPrefix(prefix) {
             throw .invalid(flag, "…", "must not start with \(prefix), which marks another kind of credential")
         }
+        return value
+    }
+
+    /// A file's path; the file is read at start-up, where the error can say what is wrong with it.
+    private static func pathSetting(
+        flag: String, environment: String, help: String,
+        keyPath: any WritableKeyPath<Configuration, String?> & Sendable
+    ) -> Setting {
+        Setting(
+            flag: flag, environment: environment, placeholder: "PATH", help: help, isSecret: false,
+            apply: { config, value throws(ConfigurationError) in config[keyPath: keyPath] = value },
+            current: { $0[keyPath: keyPath] })
+    }
+
+    /// The URL of a service deliveryd calls with credentials: https only.
+    private static func httpsURLSetting(
+        flag: String, environment: String, help: String, keyPath: any WritableKeyPath<Configuration, String> & Sendable
+    ) -> Setting {
+        Setting(
+            flag: flag, environment: environment, placeholder: "URL", help: help, isSecret: false,
+            apply: { config, value throws(ConfigurationError) in
+                config[keyPath: keyPath] = try httpsURL(value, flag: flag)
+            }, current: { $0[keyPath: keyPath] })
+    }
+
+    private static func httpsURL(_ value: String, flag: String) throws(ConfigurationError) -> String {
+        guard value.hasPrefix("https://") else { throw .invalid(flag, value, "must start with https://") }
         return value
     }
 

@@ -259,6 +259,30 @@ let outboxListener = configuration.databaseURL.map { url in
     PostgresOutboxListener(url: url) { outboxSignal.notify() }
 }
 let environmentPauses = EnvironmentPauses()
+/// The FCM service account's access tokens, when Android devices are served: shared by the workers,
+/// so that one token is fetched an hour, not one per worker.
+let fcmTokens: FCMAccessTokens?
+do {
+    fcmTokens = try configuration.fcmServiceAccountFile.map { path in
+        let account = try GoogleServiceAccount(
+            json: Array(try Data(contentsOf: URL(fileURLWithPath: path))), tokenURL: configuration.fcmTokenURL)
+        return FCMAccessTokens(account: account, exchange: CurlTokenExchange(caFile: configuration.fcmCAFile))
+    }
+} catch {
+    logger.error(
+        "fcm.service_account_unusable",
+        ["file.path": .string(configuration.fcmServiceAccountFile ?? ""), "error": .string("\(error)")])
+    exit(1)
+}
+let fcmProjectPauses = FCMProjectPauses()
+if let account = fcmTokens?.account {
+    logger.info(
+        "fcm.enabled",
+        [
+            "fcm.project": .string(account.projectID), "fcm.client_email": .string(account.clientEmail),
+            "url.full": .string(configuration.fcmURL),
+        ])
+}
 /// Whether pushes go to APNs: an app key is configured; without one the log sender records them.
 let usesAPNs = configuration.apnsKeyFile != nil || !configuration.apnsApps.isEmpty
 let apnsApps = [configuration.apnsTopic].compactMap { $0 } + configuration.apnsApps.map(\.bundleID)
@@ -296,7 +320,8 @@ let service = DeliveryService(
         historyStep: configuration.historyIntervalSeconds,
         nodeName: configuration.nodeName ?? ProcessInfo.processInfo.hostName, databaseHealth: databaseHealth,
         startRegistrationTimeout: Double(configuration.startRegistrationTimeoutSeconds),
-        webhookPolicy: webhookPolicy, statsMaximumAge: 2, build: .current),
+        webhookPolicy: webhookPolicy, statsMaximumAge: 2, build: .current,
+        androidProject: fcmTokens?.account.projectID),
     sealingKey: sealingKey, outboxSignal: outboxSignal, registry: registry,
     logger: Logger(label: "api", minimumLevel: configuration.logLevel),
     sendingStatus: { now in
@@ -454,10 +479,14 @@ let appTokens = Dictionary(
 /// claim never gives two workers rows of one activity); a crash or stop mid-batch loses nothing.
 let pusher = PushService(workers: configuration.pushWorkers, signal: outboxSignal, logger: logger) { index in
     let sender: any PushSender = usesAPNs ? try APNsClient(caFile: configuration.apnsCAFile) : LogSender()
+    let fcm = try fcmTokens.map { tokens in
+        FCMRoute(baseURL: configuration.fcmURL, sender: try FCMClient(caFile: configuration.fcmCAFile), tokens: tokens)
+    }
     return PushWorker(
         store: storage, sender: sender, tokens: tokens, appTokens: appTokens, configuration: pusherConfiguration,
         owner: "pusher-\(getpid())-\(index)", metrics: pushMetrics,
-        logger: Logger(label: "pusher", minimumLevel: configuration.logLevel), pauses: environmentPauses)
+        logger: Logger(label: "pusher", minimumLevel: configuration.logLevel), pauses: environmentPauses, fcm: fcm,
+        projectPauses: fcmProjectPauses)
 }
 
 /// The process: the services start in this order and stop in the reverse one. The HTTP server stops

@@ -20,15 +20,14 @@ final class APIHarness: Sendable {
         self.router = router
     }
 
-    init() throws {
+    init(
+        configuration: DeliveryServiceConfiguration = DeliveryServiceConfiguration(defaultBundleID: "com.example.app")
+    ) throws {
         directory = NSTemporaryDirectory() + "api-" + UUID().uuidString
         store = try TestStore.open(directory)
         try store.upsertAPIKey(Credentials.configuredAdminKey(Self.adminKey, now: now))
         let fixedNow = now
-        router = DeliveryService(
-            store: store, configuration: DeliveryServiceConfiguration(defaultBundleID: "com.example.app"),
-            clock: { fixedNow }
-        ).router()
+        router = DeliveryService(store: store, configuration: configuration, clock: { fixedNow }).router()
     }
 
     deinit { try? FileManager.default.removeItem(atPath: directory) }

@@ -39,7 +39,7 @@ struct APNsOutageTests {
         let during = EndToEndTests.samples(
             try LoopbackHTTP.send(port: server.port, "GET", "/metrics", bearer: Self.adminKey).text)
         #expect((during["deliveryd_outbox_depth"] ?? 0) == Double(orders.count), "one waiting push per activity")
-        #expect((during[#"deliveryd_push_failures_total{reason="transport"}"#] ?? 0) >= 1)
+        #expect((during[#"deliveryd_push_failures_total{platform="ios",reason="transport"}"#] ?? 0) >= 1)
 
         try simulator.resume()
         let lastETA = Int(eta.addingTimeInterval(1200).timeIntervalSinceReferenceDate)

@@ -113,6 +113,7 @@ struct PrivacyPropertyTests {
                 }
             }
             let android = AndroidLiveUpdate(
+                attributes: projector.encode(projector.attributes(for: order)),
                 contentState: projector.encode(projector.contentState(for: order)), version: Int64(iteration),
                 event: status.isTerminal ? .end : .update, highPriority: true, timeToLive: 3600)
             // The Android message carries the state as a string: its dates are digits inside text, so

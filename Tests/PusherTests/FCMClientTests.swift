@@ -36,7 +36,8 @@ struct FCMClientTests {
 
         func request(device: String, version: Int64 = 1, now: Date = Date()) throws -> FCMRequest {
             let update = AndroidLiveUpdate(
-                contentState: Array(#"{"status":"preparing"}"#.utf8), version: version, event: .update,
+                attributes: Array(#"{"orderId":"o_1"}"#.utf8), contentState: Array(#"{"status":"preparing"}"#.utf8),
+                version: version, event: .update,
                 highPriority: true, timeToLive: 3600)
             return FCMRequest(
                 baseURL: simulator.baseURL, projectID: account.projectID,
@@ -159,6 +160,7 @@ struct FCMClientTests {
     @Test func malformedMessagesAreDeadLetters() throws {
         let setup = try Setup()
         let large = AndroidLiveUpdate(
+            attributes: Array(#"{"orderId":"o_1"}"#.utf8),
             contentState: Array(String(repeating: "x", count: 4100).utf8), version: 1, event: .update,
             highPriority: false, timeToLive: 60)
         #expect(large.requestBody(registrationToken: "device") == nil)

@@ -210,4 +210,43 @@ struct StoreContractTests {
         #expect(try claim(stores[1], "k") == .taken(answer))
         #expect(try stores[1].idempotentResponse(principal: "p", key: "k", now: StoreFixtures.t0) == answer)
     }
+
+    /// An Android device is kept with its platform, and the start that reached it makes it an
+    /// activity of the order, showing what the start showed, with one update queued behind it (a
+    /// change committed while the start was on the wire queued nothing for it); written twice, the
+    /// activity is made once.
+    @Test(arguments: StoreBackend.all)
+    func anAndroidStartBecomesAnActivity(backend: StoreBackend) throws {
+        let place = Place()
+        let store = try backend.open(place.path)
+        let device = DeviceKey(merchantID: "m-1", customerID: "c-42", deviceID: "pixel")
+        try store.registerPushToStart(
+            device, credentialID: "dc-1", pushToken: "fcm:Token_1", environment: .production, bundleID: "project-1",
+            platform: .android, now: StoreFixtures.t0)
+        #expect(try store.pushToStart(device)?.platform == .android)
+        let (order, event) = try StoreFixtures.newOrder()
+        _ = try store.createOrder(order, event: event, trackingTokenHash: nil, now: StoreFixtures.t0)
+        let start = try #require(try store.claimDue(owner: "w", now: StoreFixtures.t0, lease: 30, limit: 10).first)
+        #expect(start.target == .start(customerID: "c-42", deviceID: "pixel"))
+        let sent = PushCompletion.SentState(status: .placed, fingerprint: "f-1", timestamp: StoreFixtures.t0)
+        let completion = PushCompletion(
+            item: start, outcome: .sent,
+            attempt: PushAttempt(
+                orderID: order.id, targetID: "start:pixel", event: "start", priority: 10, httpStatus: 200, reason: nil,
+                apnsID: "projects/project-1/messages/1", latencyMilliseconds: 3, attemptedAt: StoreFixtures.t0,
+                platform: .android),
+            sentState: sent,
+            startedDevice: (activityID: "android:pixel", pushToken: "fcm:Token_1", project: "project-1"))
+        try store.completePushes([completion], now: StoreFixtures.t0)
+        try store.completePushes([completion], now: StoreFixtures.t0.addingTimeInterval(1))
+
+        let activity = try #require(try store.activity(orderID: order.id, activityID: "android:pixel"))
+        #expect(
+            activity.platform == .android && activity.pushToken == "fcm:Token_1" && activity.bundleID == "project-1")
+        #expect(activity.lastSentStatus == .placed && activity.lastSentFingerprint == "f-1")
+        #expect(activity.lastSentTimestamp == StoreFixtures.t0)
+        let queued = try store.claimDue(owner: "w", now: StoreFixtures.t0.addingTimeInterval(2), lease: 30, limit: 10)
+        #expect(queued.map(\.target) == [.activity(activityID: "android:pixel")])
+        #expect(try store.pushLog(orderID: order.id).map(\.platform) == [.android, .android])
+    }
 }

@@ -21,7 +21,8 @@ extension DeliveryStore {
                     for index in 0..<activitiesPerOrder {
                         _ = try transaction.registerActivity(
                             orderID: order.id, activityID: "a\(index)", pushToken: "token-\(order.id)-\(index)",
-                            environment: .production, bundleID: "com.example.app", shown: nil, liveLimit: .max,
+                            environment: .production, bundleID: "com.example.app", platform: .ios, shown: nil,
+                            liveLimit: .max,
                             now: now, requestID: nil)
                     }
                 }

@@ -50,8 +50,8 @@ extension SQLStore {
 
 extension StoreSQL {
     static let activityColumns = """
-        order_id, activity_id, push_token, environment, bundle_id, started_at, registered_at, ended_at, ended_reason,
-        last_sent_status, last_sent_fingerprint, last_sent_timestamp
+        order_id, activity_id, push_token, environment, bundle_id, platform, started_at, registered_at, ended_at,
+        ended_reason, last_sent_status, last_sent_fingerprint, last_sent_timestamp
         """
 
     static func endActivity(
@@ -103,7 +103,8 @@ extension StoreSQL {
     static func pushToStart(_ device: DeviceKey, _ connection: any SQLSession) throws -> PushToStartRecord? {
         try connection.cached(
             """
-            SELECT merchant_id, customer_id, device_id, credential_id, push_token, environment, bundle_id, registered_at
+            SELECT merchant_id, customer_id, device_id, credential_id, push_token, environment, bundle_id, platform,
+                registered_at
             FROM push_to_start_tokens WHERE merchant_id = ? AND customer_id = ? AND device_id = ?
             """
         ).firstRow([.text(device.merchantID), .text(device.customerID), .text(device.deviceID)]) { row in
@@ -111,7 +112,7 @@ extension StoreSQL {
                 merchantID: try row.text("merchant_id"), customerID: try row.text("customer_id"),
                 deviceID: try row.text("device_id"), credentialID: try row.text("credential_id"),
                 pushToken: try row.text("push_token"), environment: try row.value("environment"),
-                bundleID: try row.text("bundle_id"),
+                bundleID: try row.text("bundle_id"), platform: try row.value("platform"),
                 registeredAt: Date(storageMilliseconds: try row.int("registered_at"))
             )
         }
@@ -157,7 +158,8 @@ extension StoreSQL {
         ActivityRecord(
             orderID: try row.text("order_id"), activityID: try row.text("activity_id"),
             pushToken: try row.text("push_token"), environment: try row.value("environment"),
-            bundleID: try row.text("bundle_id"), startedAt: Date(storageMilliseconds: try row.int("started_at")),
+            bundleID: try row.text("bundle_id"), platform: try row.value("platform"),
+            startedAt: Date(storageMilliseconds: try row.int("started_at")),
             registeredAt: Date(storageMilliseconds: try row.int("registered_at")),
             endedAt: try row.optionalInt("ended_at").map(Date.init(storageMilliseconds:)),
             endedReason: try row.optionalText("ended_reason"),

@@ -205,8 +205,8 @@ extension StoreSQL {
         try connection.cached(
             """
             INSERT INTO push_log (order_id, target_id, event, priority, http_status, reason, apns_id, latency_ms,
-                attempted_at, request_id, content_state)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                attempted_at, request_id, content_state, platform)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """
         ).run([
             .text(attempt.orderID), .text(attempt.targetID), .text(attempt.event), .integer(Int64(attempt.priority)),
@@ -214,7 +214,7 @@ extension StoreSQL {
             attempt.apnsID.map(DatabaseValue.text) ?? .null,
             attempt.latencyMilliseconds.map { .integer(Int64($0)) } ?? .null,
             .integer(attempt.attemptedAt.storageMilliseconds), attempt.requestID.map(DatabaseValue.text) ?? .null,
-            attempt.contentState.map(DatabaseValue.text) ?? .null,
+            attempt.contentState.map(DatabaseValue.text) ?? .null, .text(attempt.platform.rawValue),
         ])
     }
 
@@ -223,7 +223,7 @@ extension StoreSQL {
 
     fileprivate static let pushLogColumns =
         "order_id, target_id, event, priority, http_status, reason, apns_id, latency_ms, attempted_at, request_id, "
-        + "content_state"
+        + "content_state, platform"
 
     fileprivate static func decodePushAttempt(_ row: any DatabaseRow) throws -> PushAttempt {
         PushAttempt(
@@ -232,7 +232,8 @@ extension StoreSQL {
             reason: try row.optionalText("reason"), apnsID: try row.optionalText("apns_id"),
             latencyMilliseconds: try row.optionalInt("latency_ms").map { Int($0) },
             attemptedAt: Date(storageMilliseconds: try row.int("attempted_at")),
-            requestID: try row.optionalText("request_id"), contentState: try row.optionalText("content_state")
+            requestID: try row.optionalText("request_id"), contentState: try row.optionalText("content_state"),
+            platform: try row.value("platform")
         )
     }
 

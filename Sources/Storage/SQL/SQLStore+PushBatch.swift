@@ -66,16 +66,24 @@ public struct PushCompletion: Sendable {
         case pushToStart(merchantID: String, customerID: String, deviceID: String, onlyIfRegisteredBefore: Date?)
     }
 
+    /// An Android device an order's start reached. It becomes an activity of the order, so that the
+    /// order's later updates go to the same FCM token: an Android phone registers nothing per order,
+    /// where an iPhone must send the update token of the activity the start created.
+    public typealias StartedDevice = (activityID: String, pushToken: String, project: String)
+
     public var item: OutboxItem
     public var outcome: RowOutcome
     public var attempt: PushAttempt?
+    /// What the activity shows now; with `startedDevice`, what the start showed.
     public var sentState: SentState?
     public var removal: Removal?
+    public var startedDevice: StartedDevice?
 
     public init(
         item: OutboxItem, outcome: RowOutcome, attempt: PushAttempt? = nil, sentState: SentState? = nil,
-        removal: Removal? = nil
+        removal: Removal? = nil, startedDevice: StartedDevice? = nil
     ) {
+        self.startedDevice = startedDevice
         self.item = item
         self.outcome = outcome
         self.attempt = attempt
@@ -154,6 +162,10 @@ extension SQLStore {
                         orderID: completion.item.orderID, activityID: activityID, status: sent.status,
                         fingerprint: sent.fingerprint, timestamp: sent.timestamp, connection)
                 }
+                if let device = completion.startedDevice, let sent = completion.sentState {
+                    try StoreSQL.startAndroidActivity(
+                        device, orderID: completion.item.orderID, sent: sent, now: now, connection)
+                }
                 switch completion.removal {
                 case .activity(let activityID, let reason, let before)?:
                     removed.append(
@@ -171,5 +183,38 @@ extension SQLStore {
             }
             return removed
         }
+    }
+}
+
+extension StoreSQL {
+    /// Makes the Android device a start reached an activity of the order, showing what the start
+    /// carried. One update is queued with it: a change committed while the start was on the wire
+    /// queued nothing for this activity, and the planner skips the update if nothing changed.
+    static func startAndroidActivity(
+        _ device: PushCompletion.StartedDevice, orderID: String, sent: PushCompletion.SentState, now: Date,
+        _ connection: any SQLSession
+    ) throws {
+        try connection.cached(
+            """
+            INSERT INTO activities (order_id, activity_id, push_token, environment, bundle_id, platform, started_at,
+                registered_at, last_sent_status, last_sent_fingerprint, last_sent_timestamp)
+            VALUES (?, ?, ?, 'production', ?, 'android', ?, ?, ?, ?, ?)
+            ON CONFLICT (order_id, activity_id) DO NOTHING
+            """
+        ).run([
+            .text(orderID), .text(device.activityID), .text(device.pushToken), .text(device.project),
+            .integer(now.storageMilliseconds), .integer(now.storageMilliseconds), .text(sent.status.rawValue),
+            .text(sent.fingerprint), .integer(sent.timestamp.storageMilliseconds),
+        ])
+        guard connection.changes > 0 else { return }
+        try enqueue(
+            orderID: orderID, eventID: nil, target: .activity(activityID: device.activityID), now: now,
+            requestID: nil, connection)
+        try emitWebhook(
+            .activityStarted, orderID: orderID,
+            data: [
+                ("activityId", .string(device.activityID)), ("environment", .string("production")),
+                ("platform", .string("android")),
+            ], now: now, connection)
     }
 }

@@ -124,7 +124,7 @@ struct SQLTransaction: StoreTransaction {
 
     func registerActivity(
         orderID: String, activityID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
-        shown: ShownState?, liveLimit: Int, now: Date, requestID: String?
+        platform: PushPlatform, shown: ShownState?, liveLimit: Int, now: Date, requestID: String?
     ) throws(StorageError) -> ActivityRegistration {
         try sql {
             // The cap counts the order's live activities: registrations of one order take turns on
@@ -141,16 +141,17 @@ struct SQLTransaction: StoreTransaction {
             }
             try connection.cached(
                 """
-                INSERT INTO activities (order_id, activity_id, push_token, environment, bundle_id, started_at, registered_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO activities (order_id, activity_id, push_token, environment, bundle_id, platform,
+                    started_at, registered_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (order_id, activity_id) DO UPDATE SET
                     push_token = excluded.push_token, environment = excluded.environment,
-                    bundle_id = excluded.bundle_id, registered_at = excluded.registered_at,
-                    ended_at = NULL, ended_reason = NULL
+                    bundle_id = excluded.bundle_id, platform = excluded.platform,
+                    registered_at = excluded.registered_at, ended_at = NULL, ended_reason = NULL
                 """
             ).run([
                 .text(orderID), .text(activityID), .text(pushToken), .text(environment.rawValue), .text(bundleID),
-                .integer(now.storageMilliseconds), .integer(now.storageMilliseconds),
+                .text(platform.rawValue), .integer(now.storageMilliseconds), .integer(now.storageMilliseconds),
             ])
             if let shown {
                 try connection.cached(
@@ -166,7 +167,10 @@ struct SQLTransaction: StoreTransaction {
             if previous == nil || previous?.endedAt != nil {
                 try StoreSQL.emitWebhook(
                     .activityStarted, orderID: orderID,
-                    data: [("activityId", .string(activityID)), ("environment", .string(environment.rawValue))],
+                    data: [
+                        ("activityId", .string(activityID)), ("environment", .string(environment.rawValue)),
+                        ("platform", .string(platform.rawValue)),
+                    ],
                     now: now, connection)
             }
             guard let record = try StoreSQL.activity(orderID: orderID, activityID: activityID, connection) else {
@@ -178,7 +182,7 @@ struct SQLTransaction: StoreTransaction {
 
     func registerPushToStart(
         _ device: DeviceKey, credentialID: String, pushToken: String, environment: PushEnvironment, bundleID: String,
-        deviceLimit: Int, now: Date
+        platform: PushPlatform, deviceLimit: Int, now: Date
     ) throws(StorageError) {
         try sql {
             // The cap counts one customer's devices, which have no row of their own to lock.
@@ -216,15 +220,17 @@ struct SQLTransaction: StoreTransaction {
             try connection.cached(
                 """
                 INSERT INTO push_to_start_tokens (merchant_id, customer_id, device_id, credential_id, push_token,
-                    environment, bundle_id, registered_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    environment, bundle_id, platform, registered_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (merchant_id, customer_id, device_id) DO UPDATE SET push_token = excluded.push_token,
                     credential_id = excluded.credential_id, environment = excluded.environment,
-                    bundle_id = excluded.bundle_id, registered_at = excluded.registered_at
+                    bundle_id = excluded.bundle_id, platform = excluded.platform,
+                    registered_at = excluded.registered_at
                 """
             ).run([
                 .text(device.merchantID), .text(device.customerID), .text(device.deviceID), .text(credentialID),
-                .text(pushToken), .text(environment.rawValue), .text(bundleID), .integer(now.storageMilliseconds),
+                .text(pushToken), .text(environment.rawValue), .text(bundleID), .text(platform.rawValue),
+                .integer(now.storageMilliseconds),
             ])
         }
     }
