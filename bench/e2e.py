@@ -5,8 +5,8 @@ usage: e2e.py DELIVERYD_BINARY   (from the repository root, with the bench virtu
 Environment: ORDERS (live orders per run, default 30000), DURATION (seconds of load, default 15),
 CONNECTIONS (status posters, default 64), POLLERS (customers polling, default 32),
 SCALE_ORDERS (orders already in the database for the scale run, default 1000000), RUNS (comma list
-of: deliveryd, postgres, two-nodes, peer, durability, scale, connections, slow-apns, webhooks; default
-all but two-nodes, webhooks and durability; two-nodes: two deliveryd nodes on one PostgreSQL behind nginx
+of: deliveryd, postgres, two-nodes, peer, durability, scale, connections, slow-apns, webhooks, android;
+default all but two-nodes, webhooks, android and durability; two-nodes: two deliveryd nodes on one PostgreSQL behind nginx
 as the load balancer, with each node's, PostgreSQL's and nginx's CPU per change; durability: deliveryd and the peer both with a log sender, both at
 synchronous=full and both at normal, alternated),
 ROUNDS (webhooks: alternations, default 3), RESULTS (JSON path),
@@ -21,6 +21,10 @@ The webhooks run alternates deliveryd without and with a webhook endpoint for th
 subscribed to every event, posting to nginx on loopback (answering 204), ROUNDS times each, with
 deliveryd's defaults (access log on); it reports the medians and
     webhooks_off_changes_per_s=N webhooks_on_changes_per_s=N webhooks_ratio=R webhooks_delivered=N
+The android run alternates orders with one iPhone each and orders with an iPhone and an Android phone
+each (FCM's HTTP v1 API at the same nghttpd sink, with the OAuth 2 token endpoint there too), ROUNDS
+times each, with deliveryd's defaults (access log on); it reports the medians and
+    android_off_changes_per_s=N android_on_changes_per_s=N android_ratio=R android_cpu_ratio=R android_pushes=N
 The postgres run is deliveryd on a PostgreSQL server of its own (Debian's, `make test` installs it;
 initdb into a temporary directory, run as the postgres user, its defaults: fsync and synchronous_commit on).
 """
@@ -119,8 +123,9 @@ class Client:
         return json.loads(payload) if payload else None
 
 
-def create_orders(client, merchant_key, count, prefix):
-    """count orders, each with one Live Activity and rider r-1; returns [(order id, tracking token)]."""
+def create_orders(client, merchant_key, count, prefix, android=False):
+    """count orders, each with one Live Activity (and with `android` an Android phone too) and rider r-1;
+    returns [(order id, tracking token)]."""
     eta = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
 
     def one(index):
@@ -132,6 +137,9 @@ def create_orders(client, merchant_key, count, prefix):
         order_id, tracking = created["order"]["id"], created["trackingToken"]
         client.call("PUT", f"/v1/orders/{order_id}/activities/a", tracking,
                     {"pushToken": token_for(index), "environment": "development"})
+        if android:
+            client.call("PUT", f"/v1/orders/{order_id}/activities/android", tracking,
+                        {"platform": "android", "pushToken": f"fcm-{token_for(index)}"})
         client.call("PUT", f"/v1/orders/{order_id}/rider", merchant_key, {"riderId": "r-1", "name": "Sam Rider"})
         return order_id, tracking
 
@@ -155,7 +163,8 @@ def wrk_result(process):
 
 
 class Sink:
-    """nghttpd answering every push to a known device token with 200, as a fast APNs would."""
+    """nghttpd answering every push to a known device token with 200, as a fast APNs would, and every
+    FCM message of the project `bench` and every OAuth 2 token request, as fast FCM and Google would."""
 
     def __init__(self, work, tokens):
         self.port = free_port()
@@ -163,6 +172,11 @@ class Sink:
         os.makedirs(device, exist_ok=True)
         for index in range(tokens):
             open(os.path.join(device, token_for(index)), "w").close()
+        os.makedirs(os.path.join(work, "htdocs/v1/projects/bench"), exist_ok=True)
+        with open(os.path.join(work, "htdocs/v1/projects/bench/messages:send"), "w") as file:
+            file.write('{"name": "projects/bench/messages/1"}')
+        with open(os.path.join(work, "htdocs/token"), "w") as file:
+            file.write('{"access_token": "bench-access-token", "expires_in": 3600, "token_type": "Bearer"}')
         self.process = subprocess.Popen(
             ["nghttpd", "--workers=1", "--max-concurrent-streams=1000", f"--htdocs={work}/htdocs", str(self.port),
              f"{work}/server.key", f"{work}/server.pem"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -235,6 +249,8 @@ class Deliveryd:
         self.access_log = ["--access-log", "off"]
         # With a URL, the merchant gets a webhook endpoint there, subscribed to every event.
         self.webhook_url = None
+        # With a service-account file, FCM at the sink, and every order gets an Android phone too.
+        self.fcm_account = None
 
     def start(self):
         self.port = free_port()
@@ -245,7 +261,7 @@ class Deliveryd:
             # a few tracking tokens for every polling customer: the per-credential limits, which share
             # the machine between tenants, would otherwise measure themselves.
             "--requests-per-key", "1000000", "--requests-per-app", "1000000",
-        ] + self.extra + os.environ.get("DELIVERYD_ARGS", "").split(),
+        ] + self.fcm_arguments() + self.extra + os.environ.get("DELIVERYD_ARGS", "").split(),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(self.port)
         self.client = Client(self.port)
@@ -263,6 +279,12 @@ class Deliveryd:
                 "--apns-team-id", "DEF123GHIJ", "--apns-topic", "com.example.app",
                 "--apns-development-url", self.apns_url, "--apns-production-url", self.apns_url,
                 "--apns-ca-file", f"{self.work}/ca.pem"]
+
+    def fcm_arguments(self):
+        if not self.fcm_account:
+            return []
+        return ["--fcm-service-account-file", self.fcm_account, "--fcm-url", self.apns_url,
+                "--fcm-ca-file", f"{self.work}/ca.pem"]
 
     def merchant_key(self):
         return self.client.call("POST", "/v1/admin/keys", ADMIN, {"role": "merchant", "merchantId": "m-1"})["key"]
@@ -500,6 +522,12 @@ class Peer:
     def watched(self):
         return {"server": self.process.pid}
 
+    def fcm_arguments(self):
+        if not self.fcm_account:
+            return []
+        return ["--fcm-service-account-file", self.fcm_account, "--fcm-url", self.apns_url,
+                "--fcm-ca-file", f"{self.work}/ca.pem"]
+
     def merchant_key(self):
         return PEER_MERCHANT
 
@@ -621,7 +649,8 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
         if getattr(server, "webhook_url", None):
             server.client.call("POST", "/v1/webhooks", merchant, {"url": server.webhook_url})
         setup_started = time.time()
-        orders = create_orders(server.client, merchant, ORDERS, f"B{uuid.uuid4().hex[:6]}")
+        orders = create_orders(server.client, merchant, ORDERS, f"B{uuid.uuid4().hex[:6]}",
+                               android=bool(getattr(server, "fcm_account", None)))
         setup_seconds = time.time() - setup_started
         work = tempfile.mkdtemp(prefix="e2e-run-")
         with open(f"{work}/orders.txt", "w") as file:
@@ -806,6 +835,20 @@ def main():
                 # SIGQUIT: nginx's master stops its worker first; killed outright, it left the worker running.
                 receiver.process.send_signal(signal.SIGQUIT)
                 receiver.process.wait(timeout=30)
+        if "android" in RUNS:
+            account = service_account(work, sink.url)
+            for round_ in range(ROUNDS):
+                # Alternated, and each round in the other order, so both sides see the same machine.
+                for with_android in ((False, True) if round_ % 2 == 0 else (True, False)):
+                    server = Deliveryd(binary, work, sink.url)
+                    server.access_log = []
+                    if with_android:
+                        server.fcm_account = account
+                    name = f"android_{'on' if with_android else 'off'}_{round_ + 1}"
+                    results[name] = measure(server)
+                    print(f"{name}: changes_per_s={results[name]['changes_per_s']} "
+                          f"cpu_s_per_1000_changes={results[name]['cpu_s_per_1000_changes']} "
+                          f"pushes={results[name]['pushes']}", flush=True)
         if "slow-apns" in RUNS:
             for delay in (0, 500):
                 simulator = Simulator(work, delay)
@@ -820,6 +863,19 @@ def main():
             sink.process.wait()
         shutil.rmtree(work, ignore_errors=True)
     report(results)
+
+
+def service_account(work, sink_url):
+    """A service account of the Firebase project `bench` (a fresh RSA key), its token endpoint the sink's."""
+    key = os.path.join(work, "fcm-account.pem")
+    subprocess.run(["openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", key],
+                   check=True, capture_output=True)
+    path = os.path.join(work, "fcm-account.json")
+    with open(key) as pem, open(path, "w") as file:
+        json.dump({"type": "service_account", "project_id": "bench", "private_key_id": "bench-1",
+                   "private_key": pem.read(), "client_email": "pusher@bench.iam.gserviceaccount.com",
+                   "token_uri": f"{sink_url}/token"}, file)
+    return path
 
 
 def report(results):
@@ -861,9 +917,9 @@ def report(results):
         "conn_rss_mb": get("connections", "rss_mb"),
         "slow_apns_p99_ratio": f"{slow / fast:.2f}" if slow and fast else None,
     }
-    def median(side, key):
+    def median(side, key, run="webhooks"):
         values = sorted(result[key] for name, result in results.items()
-                        if name.startswith(f"webhooks_{side}_") and result.get(key) is not None)
+                        if name.startswith(f"{run}_{side}_") and result.get(key) is not None)
         return values[len(values) // 2] if values else None
 
     off, on = median("off", "changes_per_s"), median("on", "changes_per_s")
@@ -872,6 +928,15 @@ def report(results):
             "webhooks_off_changes_per_s": off, "webhooks_on_changes_per_s": on, "webhooks_ratio": f"{on / off:.3f}",
             "webhooks_cpu_ratio": f"{median('on', 'cpu_s_per_1000_changes') / median('off', 'cpu_s_per_1000_changes'):.3f}",
             "webhooks_delivered": median("on", "webhooks_delivered"),
+        })
+    off, on = median("off", "changes_per_s", "android"), median("on", "changes_per_s", "android")
+    if off and on:
+        cpu_off = median("off", "cpu_s_per_1000_changes", "android")
+        cpu_on = median("on", "cpu_s_per_1000_changes", "android")
+        fields.update({
+            "android_off_changes_per_s": off, "android_on_changes_per_s": on, "android_ratio": f"{on / off:.3f}",
+            "android_cpu_ratio": f"{cpu_on / cpu_off:.3f}", "android_pushes": median("on", "pushes", "android"),
+            "ios_pushes": median("off", "pushes", "android"),
         })
     for mode in ("full", "normal"):
         ours, theirs = results.get(f"deliveryd_log_{mode}"), results.get(f"peer_log_{mode}")

@@ -2,8 +2,9 @@
 # Pushes per second through one pusher (release build) to a local HTTP/2 sink that is not the
 # bottleneck: nghttpd (C, nghttp2) answering every POST with 200. Reports the sink's CPU too.
 # Ends with one line:
-#   pushes_per_s=N p50_ms=X p99_ms=Y connections=C sink_cpu_pct=P workers=W
-# WORKERS sets the push workers (default 2, as deliveryd), PUSHES the pushes (30,000), BATCH the batch size.
+#   platform=ios pushes_per_s=N p50_ms=X p99_ms=Y connections=C sink_cpu_pct=P workers=W
+# WORKERS sets the push workers (default 2, as deliveryd), PUSHES the pushes (30,000), BATCH the batch
+# size; PLATFORM=android pushes to Android devices through FCM's HTTP v1 API instead of APNs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
@@ -42,6 +43,18 @@ cp "$work/bench-key.pem" "$work/data/"
 # pushes to (pusher-bench names them token-o-N-0) makes every push a 200. (Its --echo-upload mode
 # spools each body through a temporary file and became the bottleneck.)
 (cd "$work/htdocs/3/device" && seq 0 $((pushes - 1)) | sed 's/^/token-o-/; s/$/-0/' | xargs touch)
+# FCM's send method is one path for every device: one file answers them all, with a message name.
+mkdir -p "$work/htdocs/v1/projects/bench"
+printf '{"name": "projects/bench/messages/1"}' >"$work/htdocs/v1/projects/bench/messages:send"
+# A service account of the project "bench" (a fresh RSA key): the worker signs its assertion.
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$work/account.pem" 2>/dev/null
+python3 - "$work/account.pem" "$work/data/service-account.json" <<'PY'
+import json, sys
+key = open(sys.argv[1]).read()
+json.dump({"type": "service_account", "project_id": "bench", "private_key_id": "bench-1", "private_key": key,
+           "client_email": "pusher@bench.iam.gserviceaccount.com", "token_uri": "https://127.0.0.1/token"},
+          open(sys.argv[2], "w"))
+PY
 
 nghttpd --workers=1 --max-concurrent-streams=1000 --htdocs="$work/htdocs" "$port" "$work/sink.key" "$work/sink.pem" >/dev/null 2>&1 &
 sink=$!

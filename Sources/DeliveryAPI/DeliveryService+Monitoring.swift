@@ -226,6 +226,12 @@ extension DeliveryService {
                         "confirmed": .bool(environment.confirmed),
                     ])
                 }),
+            "android": status.android.map { android in
+                .object([
+                    "project": .string(android.project), "state": android.pausedUntil == nil ? "sending" : "paused",
+                    "pausedUntil": .time(android.pausedUntil), "reason": .optional(android.reason),
+                ])
+            } ?? .null,
         ])
     }
 

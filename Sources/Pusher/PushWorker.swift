@@ -330,6 +330,15 @@ public final class PushWorker {
                 )
                 switch try planner.planUpdate(order: order, activity: activityContext, now: now) {
                 case .send(let push):
+                    if activity.platform == .android, let last = activity.lastSentTimestamp,
+                        now < last.addingTimeInterval(Self.androidMessageSpacing)
+                    {
+                        // Too soon for FCM's per-device limits: the row waits, and what changes
+                        // meanwhile coalesces into the one message sent then.
+                        let next = last.addingTimeInterval(Self.androidMessageSpacing)
+                        return .finish(
+                            PushCompletion(item: item, outcome: .retry(at: next, error: "fcm_device_spacing")))
+                    }
                     return .send(
                         Planned(
                             item: item, push: push, platform: activity.platform, environment: activity.environment,
@@ -494,6 +503,11 @@ public final class PushWorker {
         }
         metrics.pushes.increment([entry.platform.rawValue, entry.push.event.rawValue, result])
     }
+
+    /// The least time between two messages to one Android activity: FCM allows a device 240 messages
+    /// a minute and 5,000 an hour; one a second stays inside both (3,600 an hour). A push's timestamp
+    /// runs ahead of the clock in a burst (each is a second after the last), so a burst is spread out.
+    static let androidMessageSpacing: TimeInterval = 1
 
     /// The activity an Android device becomes when an order's start reaches it.
     static func androidActivityID(deviceID: String) -> String { "android:" + deviceID }

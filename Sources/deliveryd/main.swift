@@ -325,14 +325,19 @@ let service = DeliveryService(
     sealingKey: sealingKey, outboxSignal: outboxSignal, registry: registry,
     logger: Logger(label: "api", minimumLevel: configuration.logLevel),
     sendingStatus: { now in
-        guard usesAPNs else { return .logSender }
+        let android = fcmTokens.map { tokens in
+            let project = tokens.account.projectID
+            let pause = fcmProjectPauses.paused(now: now).first { $0.project == project }
+            return PushSendingStatus.Android(project: project, pausedUntil: pause?.until, reason: pause?.reason)
+        }
+        guard usesAPNs else { return PushSendingStatus(sender: .log, apps: [], environments: [], android: android) }
         return PushSendingStatus(
             sender: .apns, apps: apnsApps,
             environments: environmentPauses.statuses(now: now).map {
                 PushSendingStatus.Environment(
                     environment: $0.environment, pausedUntil: $0.pausedUntil, reason: $0.reason,
                     confirmed: $0.confirmed)
-            })
+            }, android: android)
     }
 )
 

@@ -103,6 +103,12 @@ struct AndroidEndToEndTests {
         let metrics = try LoopbackHTTP.send(port: server.port, "GET", "/metrics", bearer: Self.adminKey).text
         #expect(metrics.contains(#"deliveryd_pushes_total{platform="android",event="end",result="accepted"} 2"#))
         #expect(metrics.contains(#"deliveryd_pushes_total{platform="ios",event="end",result="accepted"} 1"#))
+        let stats = try client.call("GET", "/v1/admin/stats", Self.adminKey, nil, 200)
+        let sending = (stats["sending"] as? [String: Any])?["android"] as? [String: Any]
+        #expect(sending?["project"] as? String == FCMSimulator.projectID && sending?["state"] as? String == "sending")
+        let pushes = (stats["summary"] as? [String: Any])?["pushes"] as? [String: Any]
+        #expect((pushes?["byPlatform"] as? [String: Any])?["android"] as? Double == 10)
+        #expect((pushes?["byPlatform"] as? [String: Any])?["ios"] as? Double == 5)
 
         /// Waits until both simulators hold at least the counts, then a little longer for any extra one.
         func waitForMessages(apns apnsCount: Int, fcm fcmCount: Int) throws {

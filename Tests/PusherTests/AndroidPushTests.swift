@@ -42,15 +42,17 @@ struct AndroidPushTests {
                 fcm: route, projectPauses: pauses)
         }
 
-        func register(_ activityID: String, token: String, project: String = FCMSimulator.projectID) throws {
+        func register(
+            _ activityID: String, token: String, project: String = FCMSimulator.projectID, at time: Date = Date()
+        ) throws {
             _ = try store.registerActivity(
                 orderID: "o-1", activityID: activityID, pushToken: token, environment: .production,
-                bundleID: project, platform: .android, shown: nil, now: Date())
+                bundleID: project, platform: .android, shown: nil, now: time)
         }
 
-        func set(_ status: OrderStatus) throws {
-            _ = try store.change(orderID: "o-1", now: Date()) { current throws(OrderError) in
-                try current.applying(StatusChange(status: status), by: .admin, at: Date())
+        func set(_ status: OrderStatus, at time: Date = Date()) throws {
+            _ = try store.change(orderID: "o-1", now: time) { current throws(OrderError) in
+                try current.applying(StatusChange(status: status), by: .admin, at: time)
             }
         }
 
@@ -78,11 +80,13 @@ struct AndroidPushTests {
         try createOrder(in: setup.store, id: "o-1", number: "A-1", at: Date())
         try setup.register("phone", token: "fcm-phone-token")
         let worker = try setup.worker()
-        #expect(try await worker.runOnce(now: Date()) == 1)
+        var clock = Date()
+        #expect(try await worker.runOnce(now: clock) == 1)
         for status in [OrderStatus.preparing, .pickup, .delivering, .delivered] {
             try setup.set(status)
             try setup.set(status)  // a repeated change pushes nothing more
-            #expect(try await worker.runOnce(now: Date()) == 1)
+            clock += 2  // past the spacing FCM's per-device limits ask for
+            #expect(try await worker.runOnce(now: clock) == 1)
         }
         let messages = try setup.delivered(to: "fcm-phone-token")
         let states = messages.compactMap { data -> String? in
@@ -185,10 +189,34 @@ struct AndroidPushTests {
         // The update queued with the activity finds nothing new to say.
         #expect(try await worker.runOnce(now: Date()) == 1)
         try setup.set(.preparing)
-        #expect(try await worker.runOnce(now: Date()) == 1)
+        #expect(try await worker.runOnce(now: Date().addingTimeInterval(2)) == 1)
         let messages = try setup.delivered(to: "fcm-pixel")
         #expect(messages.compactMap { $0["state"] }.map { $0.contains(#""status":"placed""#) } == [true, false])
         #expect(messages.last?["state"]?.contains(#""status":"preparing""#) == true)
         #expect(try setup.store.markStalledStarts(sentBefore: Date().addingTimeInterval(60), now: Date()).isEmpty)
+    }
+
+    /// Changes faster than FCM's per-device limits allow (240 a minute, 5,000 an hour) are spaced a
+    /// second apart per device: a change within the second waits, and what changes meanwhile goes out
+    /// as one message with the newest state.
+    @Test func rapidChangesAreSpacedAndCoalesced() async throws {
+        let setup = try Setup()
+        try createOrder(in: setup.store, id: "o-1", number: "A-1", at: Date())
+        // A clock of the test's own, on a whole second, never ahead of the real one by more than a
+        // second (the token endpoint refuses an assertion issued in the future).
+        let start = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+        try setup.register("phone", token: "fcm-phone", at: start.addingTimeInterval(-1))
+        let worker = try setup.worker()
+        #expect(try await worker.runOnce(now: start) == 1)
+        #expect(try setup.store.activity(orderID: "o-1", activityID: "phone")?.lastSentTimestamp == start)
+        try setup.set(.preparing, at: start.addingTimeInterval(0.2))
+        #expect(try await worker.runOnce(now: start.addingTimeInterval(0.5)) == 1, "claimed, and put back")
+        try setup.set(.pickup, at: start.addingTimeInterval(0.6))
+        _ = try await worker.runOnce(now: start.addingTimeInterval(0.7))
+        #expect(try setup.delivered(to: "fcm-phone").count == 1, "nothing within the second")
+        #expect(try await worker.runOnce(now: start.addingTimeInterval(1.2)) == 1)
+        #expect(try await worker.runOnce(now: start.addingTimeInterval(5)) == 0)
+        let states = try setup.delivered(to: "fcm-phone").compactMap { $0["state"] }
+        #expect(states.count == 2 && states[1].contains(#""status":"pickup""#), "\(states)")
     }
 }

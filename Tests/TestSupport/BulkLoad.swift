@@ -7,8 +7,11 @@ extension DeliveryStore {
     /// orders to a transaction: for benchmarks and load tests that need a large table quickly. It
     /// writes through the transaction handle as the API does, so each registration queues its first
     /// push (one pending outbox row per activity).
+    /// - Parameter platform: the activities' devices: iPhones (app `com.example.app`) or Android
+    ///   phones (Firebase project `bench`).
     package func bulkInsert(
-        _ orders: [(Order, OrderEvent)], activitiesPerOrder: Int, now: Date, batchSize: Int = 20_000
+        _ orders: [(Order, OrderEvent)], activitiesPerOrder: Int, now: Date, batchSize: Int = 20_000,
+        platform: PushPlatform = .ios
     ) throws(StorageError) {
         var start = 0
         while start < orders.count {
@@ -21,9 +24,8 @@ extension DeliveryStore {
                     for index in 0..<activitiesPerOrder {
                         _ = try transaction.registerActivity(
                             orderID: order.id, activityID: "a\(index)", pushToken: "token-\(order.id)-\(index)",
-                            environment: .production, bundleID: "com.example.app", platform: .ios, shown: nil,
-                            liveLimit: .max,
-                            now: now, requestID: nil)
+                            environment: .production, bundleID: platform == .ios ? "com.example.app" : "bench",
+                            platform: platform, shown: nil, liveLimit: .max, now: now, requestID: nil)
                     }
                 }
             }

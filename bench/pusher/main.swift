@@ -9,6 +9,9 @@ import TestSupport
 
 // Pushes per second through one PushWorker: outbox claim, planning from SQLite, payloads, ES256
 // provider token, HTTP/2 over TLS to a sink, and the push-log and outbox bookkeeping.
+// With PLATFORM=android every device is an Android phone: FCM messages, with an OAuth 2 access token
+// of the service account in DATA_DIR/service-account.json (its assertion RS256-signed as in production;
+// the sink checks no token, so the exchange hands back a fixed one).
 // usage: pusher-bench PUSHES SINK_URL CA_FILE DATA_DIR
 // Prints `pushes_per_s=N p50_ms=X p99_ms=Y connections=C batch=B workers=W` last.
 
@@ -29,8 +32,22 @@ let orders = try (0..<pushCount).map { index -> (Order, OrderEvent) in
         estimatedArrival: now.addingTimeInterval(1800), note: nil
     ).validated(id: "o-\(index)", merchantID: "m-1", by: .admin, at: now)
 }
+let android = ProcessInfo.processInfo.environment["PLATFORM"] == "android"
 // Each registration queues the activity's first push: the backlog the workers drain.
-try database.bulkInsert(orders, activitiesPerOrder: 1, now: now)
+try database.bulkInsert(orders, activitiesPerOrder: 1, now: now, platform: android ? .android : .ios)
+
+/// The sink verifies no access token: the assertion is still signed, once, as in production.
+struct SinkTokenExchange: FCMTokenExchange {
+    func exchange(assertion: String, at url: String) throws(FCMAuthenticationError) -> (
+        token: String, lifetime: TimeInterval
+    ) { ("bench-access-token", 3600) }
+}
+let fcmTokens =
+    android
+    ? FCMAccessTokens(
+        account: try GoogleServiceAccount(
+            json: Array(try Data(contentsOf: URL(fileURLWithPath: arguments[4] + "/service-account.json")))),
+        exchange: SinkTokenExchange()) : nil
 
 // A throwaway ES256 key: the sink does not verify tokens, but the worker signs them as in production.
 let keyPEM = try String(contentsOfFile: arguments[4] + "/bench-key.pem", encoding: .utf8)
@@ -52,17 +69,19 @@ for workerIndex in 0..<workerCount {
         Task.detached {
             do {
                 let client = try APNsClient(caFile: caFile)
+                let fcmClient = try FCMClient(caFile: caFile)
                 let worker = PushWorker(
                     store: database, sender: client,
                     tokens: ProviderTokenCache(key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
                     configuration: configuration, owner: "bench-\(workerIndex)",
                     metrics: PushMetrics(registry: MetricsRegistry()),
-                    logger: Logger(label: "bench", minimumLevel: .error), pauses: pauses
+                    logger: Logger(label: "bench", minimumLevel: .error), pauses: pauses,
+                    fcm: fcmTokens.map { FCMRoute(baseURL: sinkURL, sender: fcmClient, tokens: $0) }
                 )
                 await worker.run(signal: signal, idlePoll: .milliseconds(20)) { error in
                     FileHandle.standardError.write(Data("batch failed: \(error)\n".utf8))
                 }
-                connections.withLock { $0 += client.connectionsOpened }
+                connections.withLock { $0 += client.connectionsOpened + fcmClient.connectionsOpened }
             } catch {
                 FileHandle.standardError.write(Data("cannot start: \(error)\n".utf8))
                 exit(1)
@@ -96,7 +115,7 @@ let depth = try database.outboxDepth().count
 let connectionsUsed = connections.withLock { $0 }
 print("pushed \(pushCount) in \(String(format: "%.2f", seconds)) s; outbox left \(depth)")
 print(
-    "pushes_per_s=\(Int(Double(pushCount) / seconds)) p50_ms=\(latencies[latencies.count / 2]) "
+    "platform=\(android ? "android" : "ios") pushes_per_s=\(Int(Double(pushCount) / seconds)) p50_ms=\(latencies[latencies.count / 2]) "
         + "p99_ms=\(latencies[latencies.count * 99 / 100]) connections=\(connectionsUsed) "
         + "batch=\(configuration.batchSize) workers=\(workerCount)"
 )
