@@ -166,6 +166,7 @@ enum Views {
             "attempts": .number(Double(letter.attempts)),
             "reason": .string(letter.reason),
             "diedAt": .time(letter.diedAt),
+            "platform": .optional(letter.platform?.rawValue),
         ]
         switch letter.target {
         case .activity(let activityID):

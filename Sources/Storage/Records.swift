@@ -167,6 +167,8 @@ public struct DeadLetter: Sendable, Hashable {
     public let attempts: Int
     public let reason: String
     public let diedAt: Date
+    /// The service its device is reached through; `nil` once the device's registration is gone.
+    public var platform: PushPlatform?
 }
 
 /// One attempt to reach APNs, as the push log keeps it.

@@ -30,7 +30,7 @@ struct AndroidPushTests {
         }
 
         /// A worker whose APNs side records nothing: every device here is an Android phone.
-        func worker() throws -> PushWorker {
+        func worker(withFCM: Bool = true) throws -> PushWorker {
             let account = try GoogleServiceAccount(json: simulator.serviceAccountJSON)
             let route = FCMRoute(
                 baseURL: simulator.baseURL, sender: try FCMClient(caFile: simulator.caFile),
@@ -39,7 +39,7 @@ struct AndroidPushTests {
                 store: store, sender: LogSender { _ in }, tokens: nil,
                 configuration: PusherConfiguration(retryPolicy: retryPolicy),
                 metrics: PushMetrics(registry: registry), logger: Logger(label: "test", minimumLevel: .error),
-                fcm: route, projectPauses: pauses)
+                fcm: withFCM ? route : nil, projectPauses: pauses)
         }
 
         func register(
@@ -218,5 +218,19 @@ struct AndroidPushTests {
         #expect(try await worker.runOnce(now: start.addingTimeInterval(5)) == 0)
         let states = try setup.delivered(to: "fcm-phone").compactMap { $0["state"] }
         #expect(states.count == 2 && states[1].contains(#""status":"pickup""#), "\(states)")
+    }
+
+    /// A device registered while FCM was configured, pushed by a deliveryd that no longer has it: the
+    /// push is a dead letter that says why and which platform, to replay once FCM is set again.
+    @Test func withoutFCMAnAndroidPushIsADeadLetter() async throws {
+        let setup = try Setup()
+        try createOrder(in: setup.store, id: "o-1", number: "A-1", at: Date())
+        try setup.register("phone", token: "fcm-phone")
+        #expect(try await setup.worker(withFCM: false).runOnce(now: Date()) == 1)
+        let letter = try #require(try setup.store.deadLetters().first)
+        #expect(letter.reason == "fcm_not_configured" && letter.platform == .android)
+        #expect(try setup.store.replayDeadLetters(ids: nil, now: Date()) == 1)
+        #expect(try await setup.worker().runOnce(now: Date()) == 1)
+        #expect(try setup.delivered(to: "fcm-phone").count == 1, "sent once FCM is back")
     }
 }

@@ -143,6 +143,10 @@ extension SQLStore {
                     attempts: Int(try row.int("attempts")), reason: try row.text("reason"),
                     diedAt: Date(storageMilliseconds: try row.int("updated_at"))
                 )
+            }.map { letter in
+                var letter = letter
+                letter.platform = try StoreSQL.platform(of: letter.target, orderID: letter.orderID, connection)
+                return letter
             }
         }
     }
@@ -235,6 +239,22 @@ extension StoreSQL {
             requestID: try row.optionalText("request_id"), contentState: try row.optionalText("content_state"),
             platform: try row.value("platform")
         )
+    }
+
+    /// The platform of a row's device, if it is still registered.
+    static func platform(of target: OutboxTarget, orderID: String, _ connection: any SQLSession) throws
+        -> PushPlatform?
+    {
+        switch target {
+        case .activity(let activityID):
+            return try activity(orderID: orderID, activityID: activityID, connection)?.platform
+        case .start(let customerID, let deviceID):
+            let merchantID = try connection.cached("SELECT merchant_id FROM orders WHERE id = ?")
+                .firstRow([.text(orderID)]) { try $0.text("merchant_id") }
+            guard let merchantID else { return nil }
+            return try pushToStart(
+                DeviceKey(merchantID: merchantID, customerID: customerID, deviceID: deviceID), connection)?.platform
+        }
     }
 
     /// An outbox row's target from its `kind` and `target_id`; an unknown kind is thrown.
