@@ -30,8 +30,9 @@ struct AndroidPushTests {
         }
 
         /// A worker whose APNs side records nothing: every device here is an Android phone.
-        func worker(withFCM: Bool = true) throws -> PushWorker {
-            let account = try GoogleServiceAccount(json: simulator.serviceAccountJSON)
+        /// - Parameter account: the service account's key file (default: the simulator's own account).
+        func worker(withFCM: Bool = true, account json: [UInt8]? = nil) throws -> PushWorker {
+            let account = try GoogleServiceAccount(json: json ?? simulator.serviceAccountJSON)
             let route = FCMRoute(
                 baseURL: simulator.baseURL, sender: try FCMClient(caFile: simulator.caFile),
                 tokens: FCMAccessTokens(account: account, exchange: CurlTokenExchange(caFile: simulator.caFile)))
@@ -232,5 +233,30 @@ struct AndroidPushTests {
         #expect(try setup.store.replayDeadLetters(ids: nil, now: Date()) == 1)
         #expect(try await setup.worker().runOnce(now: Date()) == 1)
         #expect(try setup.delivered(to: "fcm-phone").count == 1, "sent once FCM is back")
+    }
+
+    /// A service account the token endpoint refuses (its key is not the account's) is the
+    /// configuration's fault: the project is paused, its rows wait unsent for the pause's end, and
+    /// no device is blamed.
+    @Test func aRefusedServiceAccountPausesTheProject() async throws {
+        let setup = try Setup()
+        let other = try FCMSimulator()
+        defer { other.stop() }
+        var json = try JSONSerialization.jsonObject(with: Data(other.serviceAccountJSON)) as? [String: Any] ?? [:]
+        json["token_uri"] = setup.simulator.tokenURL
+        json["project_id"] = FCMSimulator.projectID
+        let impostor = Array(try JSONSerialization.data(withJSONObject: json))
+        try createOrder(in: setup.store, id: "o-1", number: "A-1", at: Date())
+        try setup.register("phone", token: "fcm-phone")
+        let now = Date()
+        #expect(try await setup.worker(account: impostor).runOnce(now: now) == 1)
+        let paused = try #require(setup.pauses.pausedUntil(FCMSimulator.projectID, now: now))
+        #expect(try setup.simulator.records().allSatisfy { $0["kind"] as? String != "send" }, "nothing sent")
+        #expect(try setup.store.activity(orderID: "o-1", activityID: "phone")?.endedAt == nil)
+        let due = try setup.store.claimDue(owner: "probe", now: paused.addingTimeInterval(1), lease: 60, limit: 10)
+        #expect(due.map(\.target) == [.activity(activityID: "phone")])
+        #expect(
+            setup.metric(
+                #"deliveryd_fcm_project_pauses_total{project="deliveryd-test",reason="access_token_refused"}"#) == 1)
     }
 }
