@@ -3,24 +3,59 @@ internal import Projection
 internal import Storage
 internal import Telemetry
 
+/// A batch's Android messages, built and ready to send, and the rows that never got that far.
+struct AndroidBatch {
+    var finished: [PushCompletion] = []
+    var sending: [(entry: PushWorker.Planned, update: AndroidLiveUpdate)] = []
+    var requests: [FCMRequest] = []
+    var accessToken: FCMAccessToken?
+}
+
+/// One batch of FCM messages on the wire on a thread of its own while the worker's thread sends the
+/// batch's APNs pushes: a batch with both platforms waits for the slower service, not for both in turn.
+final class FCMFlight: @unchecked Sendable {
+    // Unchecked: `sender` is the worker's (not `Sendable`), lent to the flight's queue from `init`
+    // until `wait` returns, and the worker does not touch it meanwhile; `responses` is written
+    // before `done` is signalled and read only after it was waited for. The semaphore orders both.
+    private let sender: any FCMSender
+    private var responses: [FCMResponse] = []
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ requests: [FCMRequest], sender: any FCMSender, on queue: DispatchQueue) {
+        self.sender = sender
+        queue.async { [self] in
+            responses = self.sender.send(requests)
+            done.signal()
+        }
+    }
+
+    /// The answers, in the order of the requests.
+    func wait() -> [FCMResponse] {
+        done.wait()
+        return responses
+    }
+}
+
 extension PushWorker {
-    /// Sends a batch's Android messages through FCM, with one access token, and returns what to
-    /// store for each. Each row's message is built from the same planned push its iPhone twin gets:
-    /// the same public state, as a data-only message (see `androidUpdate`).
-    func sendToAndroid(_ entries: [Planned], now: Date) -> [PushCompletion] {
+    /// Builds a batch's Android messages, with one access token: each row's message from the same
+    /// planned push its iPhone twin gets, the same public state as a data-only message (see
+    /// `androidUpdate`). Rows that cannot be sent (no FCM, no token, too large) are finished here.
+    func prepareAndroid(_ entries: [Planned], now: Date) -> AndroidBatch {
+        var batch = AndroidBatch()
         guard let fcm else {
-            return entries.map { entry in
+            batch.finished = entries.map { entry in
                 let completion = PushCompletion(item: entry.item, outcome: .dead(reason: "fcm_not_configured"))
                 countResult(completion, of: entry)
                 return completion
             }
+            return batch
         }
         let accessToken: FCMAccessToken
         do {
             accessToken = try fcm.tokens.token(now: now)
         } catch {
             // The account's fault (or its endpoint's), not the devices': the rows wait.
-            return entries.map { entry in
+            batch.finished = entries.map { entry in
                 let reason = "access_token: " + error.description
                 let completion = PushCompletion(
                     item: entry.item,
@@ -32,35 +67,37 @@ extension PushWorker {
                 countResult(completion, of: entry)
                 return completion
             }
+            return batch
         }
-        var completions: [PushCompletion] = []
-        var sending: [(entry: Planned, update: AndroidLiveUpdate)] = []
-        var requests: [FCMRequest] = []
+        batch.accessToken = accessToken
         for entry in entries {
             let update = androidUpdate(for: entry, now: now)
             guard let body = update.requestBody(registrationToken: entry.token) else {
                 logger.error("push.payload_too_large", ["order.id": .string(entry.item.orderID)])
                 let completion = PushCompletion(item: entry.item, outcome: .dead(reason: "payload_too_large"))
                 countResult(completion, of: entry)
-                completions.append(completion)
+                batch.finished.append(completion)
                 continue
             }
-            sending.append((entry, update))
-            requests.append(
+            batch.sending.append((entry, update))
+            batch.requests.append(
                 FCMRequest(
                     baseURL: fcm.baseURL, projectID: entry.bundleID, body: body, accessToken: accessToken.value))
         }
-        guard !requests.isEmpty else { return completions }
-        let sentAt = Date()
-        let responses = fcm.sender.send(requests)
+        return batch
+    }
+
+    /// What to store for each row of a sent Android batch; drops the access token FCM refused.
+    func finishAndroid(_ batch: AndroidBatch, responses: [FCMResponse], now: Date, sentAt: Date) -> [PushCompletion] {
+        var completions = batch.finished
         var refused = false
-        for ((entry, update), response) in zip(sending, responses) {
+        for ((entry, update), response) in zip(batch.sending, responses) {
             let action = FCMResultClassifier.action(for: response)
             if action == .refreshTokenAndRetry { refused = true }
             completions.append(
                 complete(entry, update: update, with: response, action: action, now: now, sentAt: sentAt))
         }
-        if refused { fcm.tokens.discard(accessToken) }
+        if refused, let token = batch.accessToken { fcm?.tokens.discard(token) }
         return completions
     }
 

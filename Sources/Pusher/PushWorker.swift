@@ -71,6 +71,8 @@ public final class PushWorker {
     private let pauses: EnvironmentPauses
     /// Keeps the leases of the rows this worker holds alive while it sends and writes them.
     private let leaseKeeper: LeaseKeeper
+    /// Where a batch's FCM requests wait for their answers while its APNs ones do (`FCMFlight`).
+    private let fcmQueue = DispatchQueue(label: "pusher.fcm")
 
     /// - Parameters:
     ///   - tokens: the provider tokens of the default app's key; `nil` with a sender that needs none.
@@ -230,6 +232,13 @@ public final class PushWorker {
         }
         let android = planned.filter { $0.platform == .android }
         planned.removeAll { $0.platform == .android }
+        let androidBatch = android.isEmpty ? nil : prepareAndroid(android, now: now)
+        let androidSentAt = Date()
+        // With iPhones in the batch too, the FCM requests go out beside the APNs ones.
+        let fcmFlight = androidBatch.flatMap { batch -> FCMFlight? in
+            guard let fcm, !batch.requests.isEmpty, !planned.isEmpty else { return nil }
+            return FCMFlight(batch.requests, sender: fcm.sender, on: fcmQueue)
+        }
         if !planned.isEmpty {
             // One provider token per app key in the batch, minted or reused by its cache.
             var providers: [String: ProviderToken] = [:]
@@ -264,7 +273,12 @@ public final class PushWorker {
                 }
             }
         }
-        if !android.isEmpty { completions += sendToAndroid(android, now: now) }
+        if let androidBatch {
+            let responses =
+                fcmFlight?.wait()
+                ?? (androidBatch.requests.isEmpty ? [] : fcm?.sender.send(androidBatch.requests) ?? [])
+            completions += finishAndroid(androidBatch, responses: responses, now: now, sentAt: androidSentAt)
+        }
         if overlapBookkeeping {
             heldCompletions = (completions, now)
         } else {

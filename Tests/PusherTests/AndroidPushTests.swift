@@ -8,7 +8,7 @@ import Testing
 
 /// The push worker's Android half against the FCM simulator: a SQLite store in a temporary
 /// directory, real HTTP/2 over TLS on loopback, access tokens from the simulator's token endpoint.
-@Suite("Push worker: Android devices through the FCM simulator", .timeLimit(.minutes(3)))
+@Suite("Push worker: Android devices through the FCM simulator", .serialized, .timeLimit(.minutes(3)))
 struct AndroidPushTests {
     final class Setup {
         let directory = NSTemporaryDirectory() + "android-push-" + UUID().uuidString

@@ -19,7 +19,7 @@ final class Counter: Sendable {
     }
 }
 
-@Suite("FCM: access tokens and messages against the simulator", .timeLimit(.minutes(2)))
+@Suite("FCM: access tokens and messages against the simulator", .serialized, .timeLimit(.minutes(2)))
 struct FCMClientTests {
     struct Setup {
         let simulator: FCMSimulator

@@ -76,8 +76,10 @@ package enum LoopbackHTTP {
         return Response(status: status, headers: headers, body: Data(bytes[split.upperBound...]))
     }
 
-    /// Waits until `GET /healthz` answers 200, up to `timeout` seconds.
-    package static func waitUntilHealthy(port: UInt16, timeout: Double = 20) throws {
+    /// Waits until `GET /healthz` answers 200, up to `timeout` seconds. The default is a ceiling for
+    /// a process that never comes up, not a measure: a start on a machine busy with the other suites
+    /// (migrations, a PostgreSQL pool, key files) may take many times its usual second.
+    package static func waitUntilHealthy(port: UInt16, timeout: Double = 120) throws {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if let response = try? send(port: port, "GET", "/healthz"), response.status == 200 { return }
