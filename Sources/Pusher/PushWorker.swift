@@ -47,14 +47,14 @@ public struct PusherConfiguration: Sendable {
 /// - Important: Not `Sendable`: one worker thread owns it (and its `APNsClient` and `FCMClient`).
 public final class PushWorker {
     private let store: any DeliveryStore
-    private let sender: any PushSender
+    let sender: any PushSender
     /// How Android devices are reached; `nil` when no FCM service account is configured.
     let fcm: FCMRoute?
     /// Firebase projects whose credentials FCM refused: nothing is sent for them meanwhile.
     let projectPauses: FCMProjectPauses
-    private let tokens: ProviderTokenCache?
+    let tokens: ProviderTokenCache?
     /// Keys of further apps (white-label builds), by bundle id; other apps use `tokens`.
-    private let appTokens: [String: ProviderTokenCache]
+    let appTokens: [String: ProviderTokenCache]
     let configuration: PusherConfiguration
     let planner: PushPlanner
     private let owner: String
@@ -68,7 +68,7 @@ public final class PushWorker {
     /// The last batch's outcomes, written once the next batch is claimed (see `runBatch`).
     private var heldCompletions: (completions: [PushCompletion], now: Date)?
     /// Environments whose credentials or topic APNs refused: nothing is sent to them meanwhile.
-    private let pauses: EnvironmentPauses
+    let pauses: EnvironmentPauses
     /// Keeps the leases of the rows this worker holds alive while it sends and writes them.
     private let leaseKeeper: LeaseKeeper
     /// Where a batch's FCM requests wait for their answers while its APNs ones do (`FCMFlight`).
@@ -239,39 +239,12 @@ public final class PushWorker {
             guard let fcm, !batch.requests.isEmpty, !planned.isEmpty else { return nil }
             return FCMFlight(batch.requests, sender: fcm.sender, on: fcmQueue)
         }
-        if !planned.isEmpty {
-            // One provider token per app key in the batch, minted or reused by its cache.
-            var providers: [String: ProviderToken] = [:]
-            for bundleID in Set(planned.map(\.bundleID)) {
-                if let cache = appTokens[bundleID] ?? tokens { providers[bundleID] = try await cache.token(now: now) }
-            }
-            let requests = planned.map { entry in
-                APNsRequest(
-                    baseURL: entry.environment == .development
-                        ? configuration.developmentURL : configuration.productionURL,
-                    deviceToken: entry.token, topic: entry.push.headers.topic, priority: entry.push.headers.priority,
-                    expiration: entry.push.headers.expiration, collapseID: entry.push.headers.collapseID,
-                    payload: entry.push.payload, providerToken: providers[entry.bundleID]?.compact ?? ""
-                )
-            }
-            let sentAt = Date()
-            let responses = sender.send(requests)
-            // A delivery anywhere in the batch confirms its environment before any answer is classified:
-            // one BadDeviceToken among successful pushes is a dead token, whatever its place in the batch.
-            for (entry, response) in zip(planned, responses) where response.status == 200 {
-                pauses.delivered(entry.environment)
-            }
-            var expired = Set<String>()
-            for (entry, response) in zip(planned, responses) {
-                let (completion, refresh) = complete(entry, with: response, now: now, sentAt: sentAt)
-                completions.append(completion)
-                if refresh { expired.insert(entry.bundleID) }
-            }
-            for bundleID in expired {
-                if let cache = appTokens[bundleID] ?? tokens, let provider = providers[bundleID] {
-                    _ = try await cache.replaceExpired(provider, now: now)
-                }
-            }
+        // The flight is waited for even when the APNs side throws: its sender is the worker's.
+        var appleFailure: (any Error)?
+        do {
+            completions += try await sendToApple(planned, now: now)
+        } catch {
+            appleFailure = error
         }
         if let androidBatch {
             let responses =
@@ -279,6 +252,7 @@ public final class PushWorker {
                 ?? (androidBatch.requests.isEmpty ? [] : fcm?.sender.send(androidBatch.requests) ?? [])
             completions += finishAndroid(androidBatch, responses: responses, now: now, sentAt: androidSentAt)
         }
+        if let appleFailure { throw appleFailure }
         if overlapBookkeeping {
             heldCompletions = (completions, now)
         } else {
@@ -392,62 +366,6 @@ public final class PushWorker {
         }
     }
 
-    /// What to store for one answered push; the flag asks for a new provider token.
-    /// `sentAt` is when the batch's requests went out: the push log's `attemptedAt`.
-    private func complete(_ entry: Planned, with response: APNsResponse, now: Date, sentAt: Date) -> (
-        PushCompletion, Bool
-    ) {
-        let item = entry.item
-        let event = entry.push.event.rawValue
-        let attempt = PushAttempt(
-            orderID: item.orderID, targetID: Self.targetLabel(item.target), event: event,
-            priority: entry.push.headers.priority, httpStatus: response.status,
-            reason: response.reason?.description ?? response.transportError, apnsID: response.apnsID,
-            latencyMilliseconds: Int(response.latencySeconds * 1000), attemptedAt: sentAt, requestID: item.requestID,
-            contentState: String(decoding: planner.projector.encode(entry.push.contentState), as: UTF8.self)
-        )
-        metrics.apnsRoundTrip.observe(response.latencySeconds)
-        let action = PushResultClassifier.action(
-            status: response.status, reason: response.reason, timestamp: response.timestamp,
-            environmentConfirmed: pauses.isConfirmed(entry.environment)
-        )
-        let reason = response.reason?.description ?? response.transportError ?? "status \(response.status ?? 0)"
-        let fields: [String: Logger.Value] = [
-            "request.id": .string(item.requestID ?? "-"), "order.id": .string(item.orderID),
-            "push.target": .string(Self.targetLabel(item.target)), "push.event": .string(event),
-            "apns.status": .int(response.status ?? 0), "apns.reason": .string(reason),
-            "device.token.prefix": .string(String(entry.token.prefix(8))),
-        ]
-        recordAnswer(
-            entry, accepted: action == .delivered,
-            failure: response.reason?.description
-                ?? (response.status == nil ? "transport" : "status_\(response.status ?? 0)"), fields: fields)
-        var completion = PushCompletion(item: item, outcome: .sent, attempt: attempt)
-        var refresh = false
-        switch action {
-        case .delivered:
-            completion = accepted(entry, attempt: attempt)
-        case .dropToken(let registeredBefore):
-            completion = droppingToken(entry, attempt: attempt, reason: reason, registeredBefore: registeredBefore)
-        case .deadLetter:
-            completion.outcome = .dead(reason: reason)
-            if response.reason == .known(.badDeviceToken), pauses.badTokenWhileUnconfirmed(entry.environment) {
-                // Every token refused and none delivered: the environment or key is wrong, not the tokens.
-                _ = pause(entry.environment, reason: reason, now: now)
-            }
-        case .refreshTokenAndRetry:
-            refresh = true
-            completion.outcome = retryOutcome(item, reason: reason, now: now)
-        case .retry:
-            completion.outcome = retryOutcome(item, reason: reason, now: now)
-        case .pauseEnvironment:
-            completion.outcome = waitOutcome(
-                item, until: pause(entry.environment, reason: reason, now: now), reason: reason, now: now)
-        }
-        countResult(completion, of: entry)
-        return (completion, refresh)
-    }
-
     /// Counts one answer by merchant and failure reason, and logs it: each accepted push at debug,
     /// each refused one at warning.
     func recordAnswer(_ entry: Planned, accepted: Bool, failure: String, fields: [String: Logger.Value]) {
@@ -532,25 +450,6 @@ public final class PushWorker {
             ? .dead(reason: "gave up: \(reason)") : .retry(at: until, error: reason)
     }
 
-    /// Pauses an environment after APNs refused our configuration; returns when sending resumes.
-    ///
-    /// Sending on would only burn the queue into failures: the rows wait (their retry deadline still
-    /// runs, after which they become dead letters an admin can replay once the setting is fixed).
-    private func pause(_ environment: PushEnvironment, reason: String, now: Date) -> Date {
-        let (until, started) = pauses.pause(
-            environment, reason: reason, now: now, first: configuration.firstPause, maximum: configuration.maximumPause)
-        guard let length = started else { return until }
-        metrics.environmentPauses.increment([environment.rawValue, reason])
-        logger.error(
-            "apns.environment_paused",
-            [
-                "apns.environment": .string(environment.rawValue), "apns.reason": .string(reason),
-                "pause.seconds": .number(length),
-                "note": "APNs refused the provider token, key or topic: check the APNs settings; pushes wait",
-            ])
-        return until
-    }
-
     /// The next attempt's time, or a dead letter past the retry deadline.
     func retryOutcome(_ item: OutboxItem, reason: String, now: Date) -> PushCompletion.RowOutcome {
         if configuration.retryPolicy.isExhausted(firstAttempt: item.createdAt, now: now) {
@@ -569,46 +468,4 @@ public final class PushWorker {
         case .start(_, let device): "start:" + device
         }
     }
-}
-
-/// The error of the last background write, handed to the worker's next call.
-/// Moves the leases of the rows a worker holds (a batch in flight, or outcomes not written yet)
-/// forward every third of the lease, on a thread of its own, so that a batch slower than its lease (a
-/// loaded machine, a slow APNs) is not claimed again and pushed twice. A dead worker's rows still
-/// come back: nothing extends them any more.
-private final class LeaseKeeper: Sendable {
-    private let held = Atomic<Bool>(false)
-    private let stopped = Atomic<Bool>(false)
-    private let wake = DispatchSemaphore(value: 0)
-
-    init(store: any DeliveryStore, owner: String, lease: TimeInterval, logger: Logger) {
-        let interval = max(0.05, lease / 3)
-        let thread = Thread { [self] in
-            while !stopped.load(ordering: .relaxed) {
-                _ = wake.wait(timeout: .now() + interval)
-                guard !stopped.load(ordering: .relaxed), held.load(ordering: .relaxed) else { continue }
-                do {
-                    _ = try store.extendLeases(owner: owner, until: Date().addingTimeInterval(lease))
-                } catch {
-                    logger.warning("push.lease_extension_failed", ["error": .string("\(error)")])
-                }
-            }
-        }
-        thread.name = "pusher-leases"
-        thread.start()
-    }
-
-    func holding(_ value: Bool) { held.store(value, ordering: .relaxed) }
-
-    func stop() {
-        stopped.store(true, ordering: .relaxed)
-        wake.signal()
-    }
-}
-
-private final class FailureBox: Sendable {
-    private let error = Mutex<(any Error)?>(nil)
-
-    func store(_ failure: any Error) { error.withLock { $0 = failure } }
-    func take() -> (any Error)? { error.withLock { $0.take() } }
 }
