@@ -211,8 +211,16 @@ public final class PushWorker {
         let context = try store.pushBatchContext(for: items, highPrioritySince: now.addingTimeInterval(-3600))
         var completions: [PushCompletion] = []
         var planned: [Planned] = []
+        var androidTokens = Set<String>()
         for item in items {
             switch plan(item, context: context, now: now) {
+            case .send(let entry) where entry.platform == .android && !androidTokens.insert(entry.token).inserted:
+                // A second order's message to the same phone in this batch: it waits its turn.
+                completions.append(
+                    PushCompletion(
+                        item: entry.item,
+                        outcome: .retry(
+                            at: now.addingTimeInterval(Self.androidMessageSpacing), error: "fcm_device_spacing")))
             case .send(let entry):
                 let pausedUntil =
                     entry.platform == .ios
@@ -318,7 +326,8 @@ public final class PushWorker {
                 )
                 switch try planner.planUpdate(order: order, activity: activityContext, now: now) {
                 case .send(let push):
-                    if activity.platform == .android, let last = activity.lastSentTimestamp,
+                    if activity.platform == .android,
+                        let last = context.lastSentToToken[activity.pushToken] ?? activity.lastSentTimestamp,
                         now < last.addingTimeInterval(Self.androidMessageSpacing)
                     {
                         // Too soon for FCM's per-device limits: the row waits, and what changes
@@ -436,9 +445,9 @@ public final class PushWorker {
         metrics.pushes.increment([entry.platform.rawValue, entry.push.event.rawValue, result])
     }
 
-    /// The least time between two messages to one Android activity: FCM allows a device 240 messages
-    /// a minute and 5,000 an hour; one a second stays inside both (3,600 an hour). A push's timestamp
-    /// runs ahead of the clock in a burst (each is a second after the last), so a burst is spread out.
+    /// The least time between two messages to one Android phone (its FCM token, whichever orders it
+    /// follows): FCM allows a device 240 messages a minute and 5,000 an hour; one a second stays
+    /// inside both (3,600 an hour).
     static let androidMessageSpacing: TimeInterval = 1
 
     /// The activity an Android device becomes when an order's start reaches it.

@@ -44,15 +44,16 @@ struct AndroidPushTests {
         }
 
         func register(
-            _ activityID: String, token: String, project: String = FCMSimulator.projectID, at time: Date = Date()
+            _ activityID: String, token: String, project: String = FCMSimulator.projectID, at time: Date = Date(),
+            order: String = "o-1"
         ) throws {
             _ = try store.registerActivity(
-                orderID: "o-1", activityID: activityID, pushToken: token, environment: .production,
+                orderID: order, activityID: activityID, pushToken: token, environment: .production,
                 bundleID: project, platform: .android, shown: nil, now: time)
         }
 
-        func set(_ status: OrderStatus, at time: Date = Date()) throws {
-            _ = try store.change(orderID: "o-1", now: time) { current throws(OrderError) in
+        func set(_ status: OrderStatus, at time: Date = Date(), order: String = "o-1") throws {
+            _ = try store.change(orderID: order, now: time) { current throws(OrderError) in
                 try current.applying(StatusChange(status: status), by: .admin, at: time)
             }
         }
@@ -258,5 +259,31 @@ struct AndroidPushTests {
         #expect(
             setup.metric(
                 #"deliveryd_fcm_project_pauses_total{project="deliveryd-test",reason="access_token_refused"}"#) == 1)
+    }
+
+    /// One phone following two orders is one device to FCM: its messages are spaced a second apart
+    /// whichever order they belong to, in one batch and across batches.
+    @Test func twoOrdersOnOnePhoneShareItsSpacing() async throws {
+        let setup = try Setup()
+        let start = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+        for order in ["o-1", "o-2"] {
+            try createOrder(in: setup.store, id: order, number: "N-" + order, at: start.addingTimeInterval(-1))
+            try setup.register("phone", token: "fcm-shared", at: start.addingTimeInterval(-1), order: order)
+        }
+        let worker = try setup.worker()
+        #expect(try await worker.runOnce(now: start) == 2, "both claimed")
+        #expect(try setup.delivered(to: "fcm-shared").count == 1, "one message in the second")
+        #expect(try await worker.runOnce(now: start.addingTimeInterval(1.2)) == 1)
+        #expect(try setup.delivered(to: "fcm-shared").count == 2)
+        // The first order changes: its own last message is a second and a half old, the phone's not.
+        try setup.set(.preparing, at: start.addingTimeInterval(1.3), order: "o-1")
+        #expect(try await worker.runOnce(now: start.addingTimeInterval(1.5)) == 1, "claimed, and put back")
+        #expect(try setup.delivered(to: "fcm-shared").count == 2)
+        #expect(try await worker.runOnce(now: start.addingTimeInterval(2.2)) == 1)
+        let orders = try setup.delivered(to: "fcm-shared").compactMap { data -> String? in
+            let attributes = try? JSONSerialization.jsonObject(with: Data((data["attributes"] ?? "").utf8))
+            return (attributes as? [String: Any])?["orderId"] as? String
+        }
+        #expect(Set(orders.prefix(2)) == ["o-1", "o-2"] && orders.last == "o-1" && orders.count == 3)
     }
 }

@@ -35,6 +35,9 @@ public struct PushBatchContext: Sendable {
     public var pushToStart: [DeviceKey: PushToStartRecord] = [:]
     /// Priority-10 pushes accepted per activity since the `since` of the read: the hourly budget.
     public var highPriorityPushes: [ActivityKey: Int] = [:]
+    /// For an Android activity's FCM token, the newest message any live activity with that token was
+    /// sent (one phone following several orders): FCM's limits are the device's, not the order's.
+    public var lastSentToToken: [String: Date] = [:]
 
     public init() {}
 }
@@ -115,6 +118,19 @@ extension SQLStore {
                         let record = try StoreSQL.activity(orderID: item.orderID, activityID: activityID, connection)
                     else { continue }
                     context.activities[key] = record
+                    if record.platform == .android, !record.pushToken.isEmpty,
+                        context.lastSentToToken[record.pushToken] == nil
+                    {
+                        context.lastSentToToken[record.pushToken] =
+                            try connection.cached(
+                                """
+                                SELECT max(last_sent_timestamp) AS newest FROM activities
+                                WHERE push_token = ? AND platform = 'android' AND ended_at IS NULL
+                                """
+                            ).firstRow([.text(record.pushToken)]) {
+                                try $0.optionalInt("newest").map(Date.init(storageMilliseconds:))
+                            } ?? nil
+                    }
                     context.highPriorityPushes[key] =
                         try connection.cached(
                             """
