@@ -247,6 +247,9 @@ struct StoreContractTests {
         #expect(activity.lastSentTimestamp == StoreFixtures.t0)
         let queued = try store.claimDue(owner: "w", now: StoreFixtures.t0.addingTimeInterval(2), lease: 30, limit: 10)
         #expect(queued.map(\.target) == [.activity(activityID: "android:pixel")])
+        // The pusher reads when the phone was last sent a message, whichever order it was for.
+        let context = try store.pushBatchContext(for: queued, highPrioritySince: StoreFixtures.t0)
+        #expect(context.lastSentToToken == ["fcm:Token_1": StoreFixtures.t0])
         #expect(try store.pushLog(orderID: order.id).map(\.platform) == [.android, .android])
     }
 }
