@@ -13,11 +13,7 @@ import Synchronization
 /// letter (replayable), and `badTokensBeforePause` of them in a row pause the environment.
 public final class EnvironmentPauses: Sendable {
     private struct State {
-        var until: [PushEnvironment: Date] = [:]
-        /// What APNs answered that started the running pause.
-        var reasons: [PushEnvironment: String] = [:]
-        /// The next pause's length: doubles while APNs keeps refusing, reset by a delivered push.
-        var nextLength: [PushEnvironment: TimeInterval] = [:]
+        var schedule = PauseSchedule<PushEnvironment>()
         var confirmed: Set<PushEnvironment> = []
         /// `BadDeviceToken` answers since the last delivery, while unconfirmed.
         var unconfirmedBadTokens: [PushEnvironment: Int] = [:]
@@ -33,7 +29,7 @@ public final class EnvironmentPauses: Sendable {
 
     /// When sending to `environment` resumes, if it is paused at `now`.
     public func pausedUntil(_ environment: PushEnvironment, now: Date) -> Date? {
-        state.withLock { state in state.until[environment].flatMap { $0 > now ? $0 : nil } }
+        state.withLock { $0.schedule.pausedUntil(environment, now: now) }
     }
 
     /// One environment as an operator needs to see it: whether pushes go out, and if not, why and until when.
@@ -51,10 +47,9 @@ public final class EnvironmentPauses: Sendable {
     public func statuses(now: Date) -> [Status] {
         state.withLock { state in
             PushEnvironment.allCases.map { environment in
-                let until = state.until[environment].flatMap { $0 > now ? $0 : nil }
-                return Status(
-                    environment: environment, pausedUntil: until,
-                    reason: until == nil ? nil : state.reasons[environment],
+                Status(
+                    environment: environment, pausedUntil: state.schedule.pausedUntil(environment, now: now),
+                    reason: state.schedule.reason(environment, now: now),
                     confirmed: state.confirmed.contains(environment))
             }
         }
@@ -66,13 +61,7 @@ public final class EnvironmentPauses: Sendable {
         _ environment: PushEnvironment, reason: String, now: Date, first: TimeInterval, maximum: TimeInterval
     ) -> (until: Date, startedLength: TimeInterval?) {
         state.withLock { state in
-            if let until = state.until[environment], until > now { return (until, nil) }
-            let length = state.nextLength[environment] ?? first
-            state.nextLength[environment] = min(length * 2, maximum)
-            let until = now.addingTimeInterval(length)
-            state.until[environment] = until
-            state.reasons[environment] = reason
-            return (until, length)
+            state.schedule.pause(environment, reason: reason, now: now, first: first, maximum: maximum)
         }
     }
 
@@ -80,7 +69,7 @@ public final class EnvironmentPauses: Sendable {
     /// the shortest pause.
     func delivered(_ environment: PushEnvironment) {
         state.withLock { state in
-            state.nextLength[environment] = nil
+            state.schedule.delivered(environment)
             state.unconfirmedBadTokens[environment] = nil
             state.confirmed.insert(environment)
         }

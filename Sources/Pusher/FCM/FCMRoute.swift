@@ -19,8 +19,6 @@ public struct FCMRoute {
     public let baseURL: String
     public let sender: any FCMSender
     public let tokens: FCMAccessTokens
-    /// The Firebase project the service account sends for: the only one Android devices register with.
-    public var projectID: String { tokens.account.projectID }
 
     public init(baseURL: String, sender: any FCMSender, tokens: FCMAccessTokens) {
         self.baseURL = baseURL
@@ -33,30 +31,22 @@ public struct FCMRoute {
 /// workers of one process, like `EnvironmentPauses` for APNs: the rows wait instead of burning into
 /// the same failure, and the pause doubles while FCM keeps refusing.
 public final class FCMProjectPauses: Sendable {
-    private struct Pause {
-        var until: Date
-        var reason: String
-    }
-
-    private struct State {
-        var pauses: [String: Pause] = [:]
-        var nextLength: [String: TimeInterval] = [:]
-    }
-
-    private let state = Mutex(State())
+    private let schedule = Mutex(PauseSchedule<String>())
 
     public init() {}
 
     /// When sending for `project` resumes, if it is paused at `now`.
     public func pausedUntil(_ project: String, now: Date) -> Date? {
-        state.withLock { state in state.pauses[project].flatMap { $0.until > now ? $0.until : nil } }
+        schedule.withLock { $0.pausedUntil(project, now: now) }
     }
 
     /// The running pauses at `now`, by project, with the FCM answer that started each.
     public func paused(now: Date) -> [(project: String, until: Date, reason: String)] {
-        state.withLock { state in
-            state.pauses.filter { $0.value.until > now }.map { ($0.key, $0.value.until, $0.value.reason) }
-                .sorted { $0.project < $1.project }
+        schedule.withLock { schedule in
+            schedule.paused(now: now).sorted().compactMap { project in
+                guard let until = schedule.pausedUntil(project, now: now) else { return nil }
+                return (project, until, schedule.reason(project, now: now) ?? "")
+            }
         }
     }
 
@@ -65,20 +55,11 @@ public final class FCMProjectPauses: Sendable {
     func pause(_ project: String, reason: String, now: Date, first: TimeInterval, maximum: TimeInterval) -> (
         until: Date, startedLength: TimeInterval?
     ) {
-        state.withLock { state in
-            if let running = state.pauses[project], running.until > now { return (running.until, nil) }
-            let length = state.nextLength[project] ?? first
-            state.nextLength[project] = min(length * 2, maximum)
-            let until = now.addingTimeInterval(length)
-            state.pauses[project] = Pause(until: until, reason: reason)
-            return (until, length)
-        }
+        schedule.withLock { $0.pause(project, reason: reason, now: now, first: first, maximum: maximum) }
     }
 
     /// A message went through: the next refusal starts again with the shortest pause.
     func delivered(_ project: String) {
-        state.withLock { state in
-            if state.nextLength[project] != nil { state.nextLength[project] = nil }
-        }
+        schedule.withLock { $0.delivered(project) }
     }
 }
