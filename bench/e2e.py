@@ -10,7 +10,7 @@ default all but two-nodes, webhooks, android and durability; two-nodes: two deli
 as the load balancer, with each node's, PostgreSQL's and nginx's CPU per change; durability: deliveryd and the peer both with a log sender, both at
 synchronous=full and both at normal, alternated),
 ROUNDS (webhooks: alternations, default 3), RESULTS (JSON path),
-DELIVERYD_ARGS (more flags for deliveryd), STATS_POLL (with 1: the dashboard's poll, GET
+DELIVERYD_ARGS (more flags for deliveryd), ACCESS_LOG (on: deliveryd's default access log in every run), STATS_POLL (with 1: the dashboard's poll, GET
 /v1/admin/stats?history=all every 200 ms during the load, once the history holds STATS_SAMPLES
 samples, default 1800: a full hour and day; reports stats_p99_ms, stats_bytes, history_samples).
 Prints a table and ends with one line:
@@ -246,7 +246,8 @@ class Deliveryd:
         self.work = work
         self.process = None
         self.extra = []
-        self.access_log = ["--access-log", "off"]
+        # ACCESS_LOG=on keeps deliveryd's default (the access log to stdout, here discarded).
+        self.access_log = [] if os.environ.get("ACCESS_LOG") == "on" else ["--access-log", "off"]
         # With a URL, the merchant gets a webhook endpoint there, subscribed to every event.
         self.webhook_url = None
         # With a service-account file, FCM at the sink, and every order gets an Android phone too.
@@ -561,6 +562,7 @@ class StatsPoller(threading.Thread):
     def __init__(self, port):
         super().__init__(daemon=True)
         self.port, self.latencies_ms, self.bytes, self.stopping = port, [], 0, threading.Event()
+        self.nice = 0
 
     @staticmethod
     def fetch(port):
@@ -581,10 +583,47 @@ class StatsPoller(threading.Thread):
         return sum(len(tier["timesMs"]) for tier in json.loads(payload)["history"]["tiers"])
 
     def run(self):
+        # A dashboard's browser runs on the operator's machine, not on the two cores the load keeps
+        # busy: as root, this thread runs at a higher priority (nice -10) so that the figure is the
+        # server's answer and the transfer, not this client waiting for a core. deliveryd and the
+        # load keep their own priority. `stats_poller_nice` says which it was.
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), -10)
+            self.nice = -10
+        except PermissionError:
+            self.nice = 0
         while not self.stopping.wait(0.2):
             elapsed, payload = self.fetch(self.port)
             self.latencies_ms.append(elapsed)
             self.bytes = len(payload)
+
+    @staticmethod
+    def server_buckets(port):
+        """deliveryd's own histogram of the stats route (request read to answer queued for the socket):
+        cumulative counts by upper bound in seconds."""
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        connection.request("GET", "/metrics", headers={"Authorization": f"Bearer {ADMIN}"})
+        text = connection.getresponse().read().decode()
+        connection.close()
+        buckets = {}
+        for line in text.splitlines():
+            if line.startswith("deliveryd_http_request_duration_seconds_bucket{") \
+                    and 'route="/v1/admin/stats"' in line and 'method="GET"' in line:
+                bound = line.split('le="', 1)[1].split('"', 1)[0]
+                buckets[float("inf") if bound == "+Inf" else float(bound)] = int(float(line.rsplit(" ", 1)[1]))
+        return buckets
+
+    @staticmethod
+    def server_figures(before, after):
+        """The share of the run's stats answers deliveryd gave within 5 ms, and the smallest bound under
+        which 99 % of them fall (the histogram's resolution)."""
+        counts = {bound: after.get(bound, 0) - before.get(bound, 0) for bound in after}
+        total = counts.get(float("inf"), 0)
+        if not total:
+            return {}
+        p99 = next(bound for bound in sorted(counts) if counts[bound] >= 0.99 * total)
+        return {"stats_server_within_5ms": round(counts.get(0.005, 0) / total, 4),
+                "stats_server_p99_bound_ms": p99 * 1000}
 
 
 def writer_figures(server):
@@ -674,6 +713,7 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
             while StatsPoller.samples(server.port) < wanted and time.time() < deadline:
                 time.sleep(1)
             poller = StatsPoller(server.port)
+            stats_buckets_before = StatsPoller.server_buckets(server.port)
             poller.start()
         since_ms = int(time.time() * 1000)
         watched = server.watched()
@@ -695,7 +735,8 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
                      "stats_p50_ms": round(percentile(poller.latencies_ms, 0.5), 2),
                      "stats_p90_ms": round(percentile(poller.latencies_ms, 0.9), 2),
                      "stats_polls": len(poller.latencies_ms), "stats_bytes": poller.bytes,
-                     "history_samples": StatsPoller.samples(server.port)}
+                     "history_samples": StatsPoller.samples(server.port), "stats_poller_nice": poller.nice,
+                     **StatsPoller.server_figures(stats_buckets_before, StatsPoller.server_buckets(server.port))}
         rss = sum(rss_mb(pid) for name, pid in watched.items() if name == "server" or name.startswith("node-"))
         if holder:
             holder.send_signal(signal.SIGTERM)

@@ -19,6 +19,12 @@ final class APIKeyCache: Sendable {
     private let lifetime: TimeInterval
     private let capacity: Int
     private let entries = Mutex<[String: Entry]>([:])
+    /// Keys that answers from memory authenticated, by when they last did: `refreshHeld` rereads
+    /// them off the request path, so that the event loop, which never reads the store, finds them.
+    private let held = Mutex<[String: Date]>([:])
+    /// At most this many keys are kept held (a dashboard's, a wall screen's), each for a minute.
+    static let heldCapacity = 64
+    static let heldFor: TimeInterval = 60
 
     init(lifetime: TimeInterval = 1, capacity: Int = 10_000) {
         self.lifetime = lifetime
@@ -29,19 +35,49 @@ final class APIKeyCache: Sendable {
     func record(
         id: String, now: Date, read: (String) throws(StorageError) -> APIKeyRecord?
     ) throws(StorageError) -> APIKeyRecord? {
-        if let entry = entries.withLock({ $0[id] }), now >= entry.readAt, now.timeIntervalSince(entry.readAt) < lifetime
-        {
-            return entry.record
-        }
+        if let record = cachedRecord(id: id, now: now) { return record }
         guard let record = try read(id) else {
             forget(id)
             return nil
         }
+        keep(record, as: id, readAt: now)
+        return record
+    }
+
+    /// Keeps the key read by `refreshHeld` for the next minute: an answer from memory used it.
+    func hold(_ id: String, now: Date) {
+        held.withLock { held in
+            guard held[id] != nil || held.count < Self.heldCapacity else { return }
+            held[id] = now
+        }
+    }
+
+    /// Rereads the held keys and lets go of those unused for a minute: a maintenance job, more often
+    /// than `lifetime`. A key that is gone, or that cannot be read now, is dropped: its next request
+    /// goes to a handler thread, which reads it.
+    func refreshHeld(now: Date, read: (String) throws(StorageError) -> APIKeyRecord?) {
+        let ids = held.withLock { held in
+            held = held.filter { now.timeIntervalSince($0.value) < Self.heldFor }
+            return Array(held.keys)
+        }
+        for id in ids {
+            if let record = (try? read(id)) ?? nil { keep(record, as: id, readAt: now) } else { forget(id) }
+        }
+    }
+
+    private func keep(_ record: APIKeyRecord, as id: String, readAt now: Date) {
         entries.withLock { entries in
             if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
             entries[id] = Entry(record: record, readAt: now)
         }
-        return record
+    }
+
+    /// The key's record when it was read less than `lifetime` before `now`; `nil` otherwise.
+    func cachedRecord(id: String, now: Date) -> APIKeyRecord? {
+        guard let entry = entries.withLock({ $0[id] }), now >= entry.readAt,
+            now.timeIntervalSince(entry.readAt) < lifetime
+        else { return nil }
+        return entry.record
     }
 
     /// Drops the key, so that its next use reads the store (after a revocation).

@@ -105,12 +105,7 @@ public enum Credentials {
         _ authorization: String?, store: any DeliveryStore, apiKeys: APIKeyCache, now: Date,
         trackingTokenLifetime: TimeInterval
     ) throws(APIError) -> Caller {
-        guard let authorization else { throw .unauthorized("send Authorization: Bearer <key or tracking token>") }
-        let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
-            throw .unauthorized("the Authorization header must be Bearer <key or tracking token>")
-        }
-        let secret = String(parts[1])
+        let secret = try bearerSecret(authorization)
         let presentedHash = SHA256.digest(Array(secret.utf8))
         do {
             if secret.hasPrefix(trackingTokenPrefix) {
@@ -130,25 +125,8 @@ public enum Credentials {
                 return .customerAccount(
                     CustomerAccount(merchantID: record.merchantID, customerID: record.customerID, credentialID: id))
             }
-            let keyID: String
-            if let id = identifier(of: secret, prefix: apiKeyPrefix) {
-                keyID = id
-            } else {
-                keyID = configuredAdminKeyID
-            }
-            guard let record = try apiKeys.record(id: keyID, now: now, read: store.apiKey(id:)),
-                record.revokedAt == nil,
-                ConstantTime.equals(Array(Hex.encode(presentedHash).utf8), Array(record.keyHash.utf8))
-            else { throw APIError.unauthorized("unknown or revoked API key") }
-            switch record.role {
-            case .admin: return .staff(.admin, keyID: record.id)
-            case .merchant: return .staff(.merchant(id: record.merchantID ?? ""), keyID: record.id)
-            case .rider:
-                // Keys made before riders belonged to merchants and that no migration could bind.
-                guard let merchantID = record.merchantID else {
-                    throw APIError.unauthorized("this rider key belongs to no merchant; an admin issues a new one")
-                }
-                return .staff(.rider(id: record.riderID ?? "", merchantID: merchantID), keyID: record.id)
+            return try staffCaller(secret: secret, presentedHash: presentedHash) { id throws(StorageError) in
+                try apiKeys.record(id: id, now: now, read: store.apiKey(id:))
             }
         } catch let error as APIError {
             throw error
@@ -156,6 +134,49 @@ public enum Credentials {
             throw APIError(error)
         } catch {
             throw .internalError()
+        }
+    }
+
+    /// The staff caller of an API key whose record `apiKeys` holds, found without the store: what an
+    /// answer from memory on the event loop may use. `nil` for any other credential, a key not held,
+    /// or one that fails: the pooled handler then authenticates the request (and counts a failure).
+    static func cachedStaff(_ authorization: String?, apiKeys: APIKeyCache, now: Date) -> Caller? {
+        guard let secret = try? bearerSecret(authorization), !secret.hasPrefix(trackingTokenPrefix),
+            !secret.hasPrefix(customerCredentialPrefix)
+        else { return nil }
+        return try? staffCaller(secret: secret, presentedHash: SHA256.digest(Array(secret.utf8))) { id in
+            apiKeys.cachedRecord(id: id, now: now)
+        }
+    }
+
+    /// The secret of a `Bearer` credential.
+    private static func bearerSecret(_ authorization: String?) throws(APIError) -> String {
+        guard let authorization else { throw .unauthorized("send Authorization: Bearer <key or tracking token>") }
+        let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            throw .unauthorized("the Authorization header must be Bearer <key or tracking token>")
+        }
+        return String(parts[1])
+    }
+
+    /// The caller an API key names (the configured admin key's row for a secret without a prefix),
+    /// its record found by `lookUp`.
+    private static func staffCaller(
+        secret: String, presentedHash: [UInt8], lookUp: (String) throws(StorageError) -> APIKeyRecord?
+    ) throws -> Caller {
+        let keyID = identifier(of: secret, prefix: apiKeyPrefix) ?? configuredAdminKeyID
+        guard let record = try lookUp(keyID), record.revokedAt == nil,
+            ConstantTime.equals(Array(Hex.encode(presentedHash).utf8), Array(record.keyHash.utf8))
+        else { throw APIError.unauthorized("unknown or revoked API key") }
+        switch record.role {
+        case .admin: return .staff(.admin, keyID: record.id)
+        case .merchant: return .staff(.merchant(id: record.merchantID ?? ""), keyID: record.id)
+        case .rider:
+            // Keys made before riders belonged to merchants and that no migration could bind.
+            guard let merchantID = record.merchantID else {
+                throw APIError.unauthorized("this rider key belongs to no merchant; an admin issues a new one")
+            }
+            return .staff(.rider(id: record.riderID ?? "", merchantID: merchantID), keyID: record.id)
         }
     }
 

@@ -19,29 +19,66 @@ extension DeliveryService {
     /// disabled, and with `history=all` (or
     /// `historySince=UNIX_MS`: only newer samples) the sampled history of `DashboardHistory`.
     func showStats(_ call: Call) throws -> HTTPResponse {
+        let request = try statsRequest(call)
+        var history: [UInt8]?
+        if let since = request.historySince {
+            history = self.history.json(sinceMilliseconds: since)
+        } else if request.wantsHistory {
+            history = statsSnapshots.history { self.history.json() }
+        }
+        return statsResponse(summary: try statsSnapshots.summary { try statsSummary(now: clock()) }, history: history)
+    }
+
+    /// `showStats` from the snapshots and the newest samples alone, on the event loop; `nil` when a
+    /// part would have to be built (the first request after an idle minute) or the samples asked
+    /// for are more than a periodic poll's (`recentSamplesFromMemory` a tier).
+    func showStatsFromMemory(_ call: Call) throws -> HTTPResponse? {
+        let request = try statsRequest(call)
+        guard let summary = statsSnapshots.cachedSummary() else { return nil }
+        let history: [UInt8]?
+        if let since = request.historySince {
+            history = self.history.recentJSON(sinceMilliseconds: since, limit: Self.recentSamplesFromMemory)
+        } else if request.wantsHistory {
+            history = statsSnapshots.cachedHistory()
+        } else {
+            return statsResponse(summary: summary, history: nil)
+        }
+        return history.map { statsResponse(summary: summary, history: $0) }
+    }
+
+    /// The most samples of a tier a `historySince` poll gets from memory: the page polls every few
+    /// seconds, so it asks for one or two.
+    static let recentSamplesFromMemory = 60
+
+    /// What a stats request asks for. - Throws: `403` but for an admin, `422` for a bad query.
+    private func statsRequest(_ call: Call) throws -> (wantsHistory: Bool, historySince: Int64?) {
         guard case .staff(.admin, _) = call.caller else { throw APIError.forbidden("this needs an admin key") }
         let query = try Self.queryItems(call.request.query, allowed: ["history", "historySince"])
         if let mode = query["history"], mode != "all" {
             throw APIError.validationFailed([FieldIssue(field: "history", problem: "must be all")])
         }
-        var history: [UInt8]?
-        if let since = query["historySince"] {
-            guard let milliseconds = Int64(since), milliseconds >= 0 else {
-                throw APIError.validationFailed([
-                    FieldIssue(field: "historySince", problem: "must be a time in Unix milliseconds")
-                ])
-            }
-            history = self.history.json(sinceMilliseconds: milliseconds)
-        } else if query["history"] != nil {
-            history = statsSnapshots.history { self.history.json() }
+        guard let since = query["historySince"] else { return (query["history"] != nil, nil) }
+        guard let milliseconds = Int64(since), milliseconds >= 0 else {
+            throw APIError.validationFailed([
+                FieldIssue(field: "historySince", problem: "must be a time in Unix milliseconds")
+            ])
         }
-        var body = try statsSnapshots.summary { try statsSummary(now: clock()) }
-        if let history {
-            // The summary is one JSON object: the history goes in as its last member.
-            body.removeLast()
-            body += Array(#","history":"#.utf8) + history + [UInt8(ascii: "}")]
-        }
+        return (true, milliseconds)
+    }
+
+    private func statsResponse(summary: [UInt8], history: [UInt8]?) -> HTTPResponse {
+        guard let history else { return json(200, .fragment(summary)) }
+        // The summary is one JSON object: the history goes in as its last member.
+        var body = summary
+        body.removeLast()
+        body += Array(#","history":"#.utf8) + history + [UInt8(ascii: "}")]
         return json(200, .fragment(body))
+    }
+
+    /// Rereads the API keys that answers from memory use (a maintenance job, twice a second): the
+    /// event loop finds them held and a dashboard's poll never waits for a handler thread.
+    public func refreshHeldKeys() {
+        apiKeys.refreshHeld(now: clock(), read: store.apiKey(id:))
     }
 
     /// Rebuilds the dashboard's snapshots while someone looks at them (a maintenance job, every second).

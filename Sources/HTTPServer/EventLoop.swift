@@ -326,7 +326,7 @@ final class EventLoop {
             switch execution {
             case .inline:
                 connection.machine.handlerFinished(handler(request), now: now, into: &actions)
-            case .pool, .deferred:
+            case .pool, .deferred, .fromMemory:
                 // Only pooled handlers get ids: they do the work (writes, pushes) worth tracing;
                 // inline answers come from memory and stay as cheap as possible.
                 request.requestID = recorder.requestID(
@@ -336,6 +336,10 @@ final class EventLoop {
                 connection.machine.inFlight?.requestID = request.requestID
                 request.clientAddress = configuration.trustedProxies.clientAddress(
                     peer: connection.peer, headers: request.headers)
+                if case .fromMemory(let attempt) = execution, let response = attempt(request) {
+                    connection.machine.handlerFinished(response, now: now, into: &actions)
+                    return
+                }
                 let (mailbox, fd, generation, finalRequest) = (
                     self.mailbox, connection.fd, connection.generation, request
                 )

@@ -320,7 +320,7 @@ let service = DeliveryService(
         historyStep: configuration.historyIntervalSeconds,
         nodeName: configuration.nodeName ?? ProcessInfo.processInfo.hostName, databaseHealth: databaseHealth,
         startRegistrationTimeout: Double(configuration.startRegistrationTimeoutSeconds),
-        webhookPolicy: webhookPolicy, statsMaximumAge: 2, build: .current,
+        webhookPolicy: webhookPolicy, statsMaximumAge: 30, build: .current,
         androidProject: fcmTokens?.account.projectID),
     sealingKey: sealingKey, outboxSignal: outboxSignal, registry: registry,
     logger: Logger(label: "api", minimumLevel: configuration.logLevel),
@@ -369,6 +369,8 @@ var maintenanceJobs = [
     PeriodicJob("rides", every: 0.25, firstRunAfter: 0.25) { service.storeDueRides() },
     // The dashboard's answer, rebuilt while someone looks at it: requests find a fresh one.
     PeriodicJob("stats", every: 1, firstRunAfter: 1) { service.refreshStatsSnapshots() },
+    // The keys of the dashboard's answers from memory, reread within their cache's second.
+    PeriodicJob("held-keys", every: 0.5, firstRunAfter: 0.5) { service.refreshHeldKeys() },
 ]
 if let sqlite {
     maintenanceJobs.append(PeriodicJob("checkpoint", every: 1, firstRunAfter: 1) { checkpoint(sqlite) })

@@ -77,11 +77,28 @@ final class APIHarness: Sendable {
         return dispatch(request)
     }
 
-    func dispatch(_ request: HTTPRequest) -> Reply {
-        var request = request
+    /// The answer the event loop would give from memory (see `Router.MemoryHandler`); `nil` when
+    /// the route would hand the request to its pooled handler.
+    func sendFromMemory(_ method: String, _ path: String, as credential: String) -> Reply? {
+        var request = HTTPRequest(method: method, path: path, headers: [("Authorization", "Bearer " + credential)])
+        Self.splitQuery(&request)
+        guard
+            case .found(_, let parameters, .fromMemory(let attempt), _) = router.resolve(
+                method: request.method, path: request.path)
+        else { return nil }
+        request.pathParameters = parameters
+        return attempt(request).map { Reply(status: $0.status, headers: $0.headers, body: $0.body) }
+    }
+
+    private static func splitQuery(_ request: inout HTTPRequest) {
         let parts = request.path.split(separator: "?", maxSplits: 1)
         request.path = String(parts[0])
         request.query = parts.count > 1 ? String(parts[1]) : nil
+    }
+
+    func dispatch(_ request: HTTPRequest) -> Reply {
+        var request = request
+        Self.splitQuery(&request)
         switch router.resolve(method: request.method, path: request.path) {
         case .found(let handler, let parameters, _, _):
             request.pathParameters = parameters

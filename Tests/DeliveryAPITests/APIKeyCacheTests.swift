@@ -64,4 +64,43 @@ struct APIKeyCacheTests {
         _ = try cache.record(id: "a", now: start, read: read)
         #expect(reads.count == 4)
     }
+
+    /// A held key is reread by the refresh, so that a lookup without the store finds it past its
+    /// lifetime; a key gone from the store is dropped, and one unused for a minute is let go.
+    @Test func heldKeysAreRereadOffTheRequestPath() throws {
+        let cache = APIKeyCache(lifetime: 1)
+        let reads = Reads()
+        var stored: APIKeyRecord? = record
+        let read: (String) throws(StorageError) -> APIKeyRecord? = { _ in
+            reads.count += 1
+            return stored
+        }
+        #expect(cache.cachedRecord(id: "k1", now: start) == nil)
+        _ = try cache.record(id: "k1", now: start, read: read)
+        cache.hold("k1", now: start)
+        cache.refreshHeld(now: start.addingTimeInterval(0.5), read: read)
+        cache.refreshHeld(now: start.addingTimeInterval(1.0), read: read)
+        #expect(reads.count == 3)
+        #expect(cache.cachedRecord(id: "k1", now: start.addingTimeInterval(1.4))?.id == "k1")
+        stored = nil
+        cache.refreshHeld(now: start.addingTimeInterval(1.5), read: read)
+        #expect(cache.cachedRecord(id: "k1", now: start.addingTimeInterval(1.5)) == nil)
+        stored = record
+        cache.refreshHeld(now: start.addingTimeInterval(61), read: read)
+        #expect(reads.count == 4, "a minute after its last use the key is no longer reread")
+        #expect(cache.cachedRecord(id: "k1", now: start.addingTimeInterval(61)) == nil)
+    }
+
+    /// No more than `heldCapacity` keys are held: guessing ids cannot make the refresh read more.
+    @Test func heldKeysAreBounded() throws {
+        let cache = APIKeyCache(lifetime: 1)
+        let reads = Reads()
+        let read: (String) throws(StorageError) -> APIKeyRecord? = { [record] _ in
+            reads.count += 1
+            return record
+        }
+        for index in 0..<(APIKeyCache.heldCapacity + 10) { cache.hold("k\(index)", now: start) }
+        cache.refreshHeld(now: start, read: read)
+        #expect(reads.count == APIKeyCache.heldCapacity)
+    }
 }

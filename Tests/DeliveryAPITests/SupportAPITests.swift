@@ -1,5 +1,9 @@
 import Foundation
+import Storage
+import TestSupport
 import Testing
+
+@testable import DeliveryAPI
 
 /// What support staff and the dashboard read: an order found by number or id with its timeline,
 /// and the stats endpoint's history, sending state and per-merchant breakdown.
@@ -98,6 +102,54 @@ struct SupportAPITests {
             let since = try api.send("GET", "/v1/admin/stats?\(polled)", as: APIHarness.adminKey)
             #expect(since.status == 200 && since.json["history"] != nil, "\(polled)")
         }
+    }
+
+    /// With snapshots kept, an admin's stats come from memory (the event loop) once the snapshots
+    /// and the key are held, byte for byte what the pool answers; anything that would read the
+    /// store or build (an unknown or wrong credential, a tracking token, `historySince`) goes to the
+    /// pool, and refusals that need nothing more are given at once.
+    @Test func statsComeFromMemoryOnlyWhenEverythingIsHeld() throws {
+        var configuration = DeliveryServiceConfiguration(defaultBundleID: "com.example.app")
+        configuration.statsMaximumAge = 600
+        let directory = NSTemporaryDirectory() + "api-" + UUID().uuidString
+        let store = try TestStore.open(directory)
+        let now = Date()
+        try store.upsertAPIKey(Credentials.configuredAdminKey(APIHarness.adminKey, now: now))
+        let service = DeliveryService(store: store, configuration: configuration, clock: { now })
+        let api = try APIHarness(router: service.router(), store: store, directory: directory)
+        let path = "/v1/admin/stats?history=all"
+        #expect(api.sendFromMemory("GET", path, as: APIHarness.adminKey) == nil, "nothing held yet")
+        let pooled = try api.send("GET", path, as: APIHarness.adminKey)
+        #expect(pooled.status == 200 && pooled.json["history"] != nil)
+        let remembered = try #require(api.sendFromMemory("GET", path, as: APIHarness.adminKey))
+        #expect(remembered.status == 200 && remembered.body == pooled.body)
+        #expect(remembered.header("Cache-Control") == "no-store")
+        #expect(api.sendFromMemory("GET", "/v1/admin/stats", as: APIHarness.adminKey)?.body.count ?? 0 > 2)
+
+        // A periodic poll's few newest samples come from memory; more than that goes to the pool.
+        let millisecond = Int64((now.timeIntervalSince1970 * 1000).rounded())
+        service.recordHistorySample(now: now)
+        let poll = api.sendFromMemory("GET", "/v1/admin/stats?historySince=\(millisecond - 1)", as: APIHarness.adminKey)
+        let polledTiers = (poll?.json["history"] as? [String: Any])?["tiers"] as? [[String: Any]]
+        #expect(polledTiers?.map { ($0["timesMs"] as? [Any])?.count } == [1, 1])
+        for _ in 0..<DeliveryService.recentSamplesFromMemory { service.recordHistorySample(now: now) }
+        #expect(
+            api.sendFromMemory("GET", "/v1/admin/stats?historySince=\(millisecond - 1)", as: APIHarness.adminKey) == nil
+        )
+        #expect(
+            api.sendFromMemory("GET", "/v1/admin/stats?historySince=\(millisecond)", as: APIHarness.adminKey)?.status
+                == 200)
+        #expect(api.sendFromMemory("GET", "/v1/admin/stats?history=some", as: APIHarness.adminKey)?.status == 422)
+        #expect(api.sendFromMemory("GET", path, as: APIHarness.adminKey + "x") == nil, "a wrong secret")
+        #expect(try api.send("GET", path, as: APIHarness.adminKey + "x").status == 401)
+
+        let merchant = try api.key("merchant", merchant: "m-1")
+        #expect(api.sendFromMemory("GET", path, as: merchant) == nil, "a key not read yet")
+        #expect(try api.send("GET", path, as: merchant).status == 403)
+        #expect(api.sendFromMemory("GET", path, as: merchant)?.status == 403)
+        let order = try api.createOrder(merchant, number: "1")
+        #expect(api.sendFromMemory("GET", path, as: order.token) == nil)
+        #expect(try api.send("GET", path, as: order.token).status == 403)
     }
 
     /// Each merchant's open orders, most first.

@@ -65,6 +65,12 @@ final class TestServer: Sendable {
             parked.append((request.body, responder))
         }
         router.add("GET", "/forgotten") { _, _ in }
+        router.add(
+            "GET", "/kept/{key}",
+            fromMemory: { request in
+                request.pathParameters["key"] == "known" ? HTTPResponse(status: 200, body: Array("memory".utf8)) : nil
+            }
+        ) { _ in HTTPResponse(status: 200, body: Array("pool".utf8)) }
         let log = self.log
         let output = LogOutput { batch in
             let lines = String(decoding: batch, as: UTF8.self).split(separator: "\n").map(String.init)
@@ -142,6 +148,31 @@ struct ServerSocketTests {
             #expect(response.body == "answer \(index)")
         }
         #expect(try test.stillServes())
+    }
+
+    /// An answer from memory comes from the event loop while every handler thread is busy; one
+    /// that needs more goes to the pool and waits its turn there.
+    @Test(.timeLimit(.minutes(1))) func answersFromMemorySkipTheBusyPool() throws {
+        var configuration = HTTPServerConfiguration(address: ListenAddress(host: "127.0.0.1", port: 0))
+        configuration.handlerThreads = 1
+        let test = try TestServer(configuration)
+        let holder = try RawConnection(port: test.port)
+        holder.send("GET /held HTTP/1.1\r\nHost: t\r\n\r\n")
+        test.entered.wait()
+        let known = try RawConnection(port: test.port)
+        known.send("GET /kept/known HTTP/1.1\r\nHost: t\r\nX-Request-Id: from-memory\r\n\r\n")
+        let answer = known.readResponse()
+        #expect(answer?.status == 200)
+        #expect(answer?.body == "memory")
+        #expect(answer?.headers["x-request-id"] == "from-memory")
+        let other = try RawConnection(port: test.port)
+        other.send("GET /kept/other HTTP/1.1\r\nHost: t\r\n\r\n")
+        test.held.signal()
+        #expect(holder.readResponse()?.body == "held")
+        #expect(other.readResponse()?.body == "pool")
+        test.server.shutdown()  // writes out the access log
+        let logged = test.log.entries.filter { ($0["http.route"] as? String) == "/kept/{key}" }
+        #expect(logged.count == 2)
     }
 
     /// A deferred handler that drops its responder without answering gets `500 internal` sent for it.

@@ -24,6 +24,19 @@ struct MetricsHistoryTests {
 
     private let start = Date(timeIntervalSince1970: 1_800_000_000)
 
+    /// A poll's newest samples are encoded as `json(sinceMilliseconds:)` would; more than the limit
+    /// in either tier are not.
+    @Test func recentSamplesWithinALimit() throws {
+        let history = MetricsHistory(step: 10, fineCapacity: 10, coarseEvery: 2, coarseCapacity: 10, gauges: [])
+        for index in 0..<6 {
+            history.record([("pushes", Double(index))], at: start.addingTimeInterval(Double(index) * 10))
+        }
+        let since = Int64(start.addingTimeInterval(35).timeIntervalSince1970 * 1000)
+        #expect(history.recentJSON(sinceMilliseconds: since, limit: 2) == history.json(sinceMilliseconds: since))
+        #expect(history.recentJSON(sinceMilliseconds: since, limit: 1) == nil, "two fine samples are newer")
+        #expect(history.recentJSON(sinceMilliseconds: 0, limit: 5) == nil)
+    }
+
     /// The fine tier keeps the newest samples, the coarse tier every third of them, both bounded.
     @Test func tiersKeepTheNewestSamplesWithinTheirCapacity() throws {
         let history = MetricsHistory(step: 10, fineCapacity: 4, coarseEvery: 3, coarseCapacity: 2, gauges: ["depth"])
