@@ -25,6 +25,9 @@ final class GroupCommitter: Sendable {
     /// Where groups run when no caller waits to lead them: writes submitted with a completion lend
     /// no thread of their own.
     private let leaderQueue = DispatchQueue(label: "deliveryd.storage.group-commit")
+    /// Where the completions of a committed group run (answering a request encodes its reply): on
+    /// the leader's thread they held up the next group, the one thread every write waits for.
+    private let completionQueue = DispatchQueue(label: "deliveryd.storage.completions", attributes: .concurrent)
     /// Group sizes, for the storage metrics.
     let statistics = GroupCommitStatistics()
 
@@ -75,7 +78,13 @@ final class GroupCommitter: Sendable {
                 if next.waits { next.mustLead = true }
                 return next
             }
-            for member in group where member !== own { member.finishTurn() }
+            for member in group where member !== own {
+                if member.waits {
+                    member.finishTurn()
+                } else {
+                    completionQueue.async { member.finishTurn() }
+                }
+            }
             guard let next else { return }
             if next.waits {
                 next.finishTurn()
