@@ -11,12 +11,15 @@ package enum PostgresMigrator {
     /// The advisory lock's key: any constant the operator's other applications will not use.
     static let lockKey: Int64 = 0x6465_6C69_7665_7279  // "delivery"
 
+    /// The schema version this code reads and writes: the last migration of its folder.
+    package static let codeVersion = 5
+
     /// The migrations shipped with this binary (`Sources/PostgresStorage/Migrations`).
     package static func bundled() throws(StorageError) -> [Migration] {
         guard let directory = Bundle.module.url(forResource: "Migrations", withExtension: nil) else {
             throw StorageError("the PostgreSQL migrations are missing from the build (resource folder Migrations)")
         }
-        return try Migrator.load(from: directory)
+        return try Migrator.matching(codeVersion, Migrator.load(from: directory), found: directory)
     }
 
     /// Applies what is missing; returns the versions applied by this call.

@@ -15,12 +15,30 @@ package struct Migration: Sendable, Hashable {
 
 /// Applies migrations in order, each in its own transaction, and records them in `schema_migrations`.
 package enum Migrator {
+    /// The schema version this code reads and writes: the last migration of its folder.
+    package static let codeVersion = 11
+
     /// The migrations shipped with this binary (the `db/` folder, copied as a resource).
     package static func bundled() throws(StorageError) -> [Migration] {
         guard let directory = Bundle.module.url(forResource: "Migrations", withExtension: nil) else {
             throw StorageError("the migrations are missing from the build (resource folder Migrations)")
         }
-        return try load(from: directory)
+        return try matching(codeVersion, load(from: directory), found: directory)
+    }
+
+    /// `migrations` when they end at `version`. A resource folder is looked up beside the binary
+    /// first: a binary copied next to another build's folder would find that build's migrations,
+    /// start, and fail on the first query of a column they lack; it stops at once instead.
+    package static func matching(_ version: Int, _ migrations: [Migration], found directory: URL) throws(StorageError)
+        -> [Migration]
+    {
+        guard let last = migrations.last?.version, last == version else {
+            throw StorageError(
+                "the migrations at \(directory.path) end at version \(migrations.last?.version ?? 0), and this "
+                    + "build's code needs version \(version): they are another build's; install the binary with "
+                    + "the resource folders built beside it")
+        }
+        return migrations
     }
 
     /// The `NNNN_description.sql` files of `directory`, in order (each backend ships its own folder).

@@ -25,6 +25,21 @@ struct MigrationTests {
         }
     }
 
+    /// Migrations that end before (or after) the version the code needs are refused, naming where
+    /// they were found: another build's resource folder beside a copied binary.
+    @Test func migrationsOfAnotherBuildAreRefused() throws {
+        let directory = URL(fileURLWithPath: "/opt/other-build/deliveryd_Storage.resources/Migrations")
+        let bundled = try Migrator.bundled()
+        #expect(try Migrator.matching(Migrator.codeVersion, bundled, found: directory) == bundled)
+        for migrations in [Array(bundled.dropLast()), []] {
+            let error = #expect(throws: StorageError.self) {
+                try Migrator.matching(Migrator.codeVersion, migrations, found: directory)
+            }
+            #expect(error?.description.contains("/opt/other-build/deliveryd_Storage.resources") == true)
+            #expect(error?.description.contains("needs version \(Migrator.codeVersion)") == true)
+        }
+    }
+
     /// A database at each earlier version is brought up to the newest, applying only what is missing.
     @Test func fromEachEarlierVersion() throws {
         let migrations = [
