@@ -565,14 +565,19 @@ class StatsPoller(threading.Thread):
         self.nice = 0
 
     @staticmethod
-    def fetch(port):
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    def fetch(port, connection=None):
+        """One answer and its time to the last byte; over `connection` (kept open, as a browser keeps
+        its connection to the page's server) or a new one."""
+        own = connection is None
+        if own:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         started = time.perf_counter()
         connection.request("GET", "/v1/admin/stats?history=all", headers={"Authorization": f"Bearer {ADMIN}"})
         response = connection.getresponse()
         payload = response.read()
         elapsed = (time.perf_counter() - started) * 1000
-        connection.close()
+        if own:
+            connection.close()
         if response.status != 200:
             raise RuntimeError(f"stats: {response.status} {payload[:200]!r}")
         return elapsed, payload
@@ -592,10 +597,12 @@ class StatsPoller(threading.Thread):
             self.nice = -10
         except PermissionError:
             self.nice = 0
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
         while not self.stopping.wait(0.2):
-            elapsed, payload = self.fetch(self.port)
+            elapsed, payload = self.fetch(self.port, connection)
             self.latencies_ms.append(elapsed)
             self.bytes = len(payload)
+        connection.close()
 
     @staticmethod
     def server_buckets(port):

@@ -6,8 +6,8 @@
 # Ends with one line: stats_p50_ms=X stats_p90_ms=Z stats_p99_ms=Y stats_polls=N stats_bytes=B history_samples=N
 # changes_per_s=C stats_server_within_5ms=F stats_server_p99_bound_ms=M stats_poller_nice=N. The first
 # three are the poller's (a Python client on the same two cores as the load: time to the last byte
-# over a new connection; as root it runs at nice -10, as a dashboard on its own machine would not
-# wait for a core, and stats_poller_nice says so);
+# over one connection kept open, as the page's browser keeps it; as root it runs at nice -10, as a
+# dashboard on its own machine would not wait for a core, and stats_poller_nice says so);
 # the next two deliveryd's own (its request-duration histogram for the route: request read to answer
 # queued for the socket), the share within 5 ms and the histogram bound under which 99 % fall.
 set -euo pipefail
