@@ -113,7 +113,7 @@ public final class MetricsHistory: Sendable {
     /// a client sends it, any value), only samples taken after it.
     public func json(sinceMilliseconds: Int64? = nil) -> [UInt8] {
         state.withLock { state in
-            Self.encode(&state, since: sinceMilliseconds, fine: fine, coarse: coarse, gauges: gauges)
+            encode(&state, since: sinceMilliseconds)
         }
     }
 
@@ -123,25 +123,23 @@ public final class MetricsHistory: Sendable {
         state.withLock { state in
             func newer(_ ring: Ring) -> Int { ring.times.reduce(0) { $0 + ($1 > sinceMilliseconds ? 1 : 0) } }
             guard newer(state.fine) <= limit, newer(state.coarse) <= limit else { return nil }
-            return Self.encode(&state, since: sinceMilliseconds, fine: fine, coarse: coarse, gauges: gauges)
+            return encode(&state, since: sinceMilliseconds)
         }
     }
 
-    private static func encode(
-        _ state: inout State, since sinceMilliseconds: Int64?, fine: Tier, coarse: Tier, gauges: Set<String>
-    ) -> [UInt8] {
+    private func encode(_ state: inout State, since sinceMilliseconds: Int64?) -> [UInt8] {
         if sinceMilliseconds == nil, let cached = state.encodedAll { return cached }
         var out: [UInt8] = []
         out.reserveCapacity(sinceMilliseconds == nil ? 64 * 1024 : 1024)
         out.append(contentsOf: #"{"gauges":["#.utf8)
         for (position, name) in state.columns.filter(gauges.contains).enumerated() {
             if position > 0 { out.append(UInt8(ascii: ",")) }
-            appendString(name, to: &out)
+            Self.appendString(name, to: &out)
         }
         out.append(contentsOf: #"],"tiers":["#.utf8)
-        appendTier(fine, state.fine, columns: state.columns, since: sinceMilliseconds, to: &out)
+        Self.appendTier(fine, state.fine, columns: state.columns, since: sinceMilliseconds, to: &out)
         out.append(UInt8(ascii: ","))
-        appendTier(coarse, state.coarse, columns: state.columns, since: sinceMilliseconds, to: &out)
+        Self.appendTier(coarse, state.coarse, columns: state.columns, since: sinceMilliseconds, to: &out)
         out.append(contentsOf: "]}".utf8)
         if sinceMilliseconds == nil { state.encodedAll = out }
         return out
