@@ -107,12 +107,12 @@ public enum HTTPMetrics {
     }
 }
 
-/// How well writes share commits: each commit waits for the disk, so writes per commit is what
-/// lets the write rate pass the disk's sync rate.
+/// How well writes share commits and syncs: each write is answered after a sync of the disk, so
+/// writes per sync is what lets the write rate pass the disk's sync rate.
 public enum StorageMetrics {
     public static func register(in registry: MetricsRegistry, statistics: GroupCommitStatistics) {
         let commits = registry.counter(
-            "deliveryd_storage_commits_total", help: "Write transactions committed (or failed), each one disk sync.")
+            "deliveryd_storage_commits_total", help: "Write transactions committed (or failed).")
         let writes = registry.counter(
             "deliveryd_storage_writes_total", help: "Writes carried by those transactions (requests, push outcomes).")
         let largest = registry.gauge(
@@ -120,14 +120,18 @@ public enum StorageMetrics {
         let transactionSeconds = registry.counter(
             "deliveryd_storage_transaction_seconds_total",
             help: "Time the writer connection spent in transactions (BEGIN to the end of COMMIT).")
+        let syncs = registry.counter(
+            "deliveryd_storage_syncs_total",
+            help: "Syncs of the write-ahead log that confirmed commits (synchronous=full), beside the writer.")
         let syncSeconds = registry.counter(
-            "deliveryd_storage_sync_seconds_total", help: "Of that, time spent in COMMIT: the disk's sync.")
+            "deliveryd_storage_sync_seconds_total", help: "Time those syncs took: the disk's.")
         registry.addCollector {
             let current = statistics.snapshot
             commits.setAll([([], Double(current.commits))])
             writes.setAll([([], Double(current.writes))])
             largest.set(Double(current.largest))
             transactionSeconds.setAll([([], current.transactionSeconds)])
+            syncs.setAll([([], Double(current.syncs))])
             syncSeconds.setAll([([], current.syncSeconds)])
         }
     }

@@ -21,7 +21,10 @@ public final class Database: Sendable {
     ) {
         let writer = LockedConnection(writer)
         self.writer = writer
-        self.committer = GroupCommitter { work in writer.withConnection(work) }
+        let syncsWAL = configuration.synchronous == .full
+        self.committer = GroupCommitter(syncingWALOf: syncsWAL ? configuration.databasePath : nil) { work in
+            writer.withConnection(work)
+        }
         self.checkpointer = LockedConnection(checkpointer)
         var guarded: [LockedConnection] = []
         for reader in readers { guarded.append(LockedConnection(reader)) }
@@ -61,6 +64,11 @@ public final class Database: Sendable {
             // Commits leave checkpointing to `checkpoint()`, called off the request path; the writer
             // checkpoints by itself only if the WAL grows past the backstop (nobody called it).
             try writer.execute("PRAGMA wal_autocheckpoint=\(configuration.writerCheckpointPages)")
+            if configuration.synchronous == .full {
+                // FULL's sync after each commit moves to the group committer's syncer, so that the
+                // writer goes on while the disk confirms (see `WALSyncer`); migrations ran at FULL.
+                try writer.execute("PRAGMA synchronous=NORMAL")
+            }
             let checkpointer = try SQLiteConnection.open(configuration)
             return Database(writer: writer, readers: readers, checkpointer: checkpointer, configuration: configuration)
         } catch let error as StorageError {

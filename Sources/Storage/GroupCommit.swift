@@ -8,8 +8,9 @@ internal import Synchronization
 /// that arrives while a commit is running queues; when that commit returns, the first queued caller
 /// leads the next transaction with everything queued by then. Each write runs inside its own
 /// SAVEPOINT, so a write that throws (a refused transition) rolls back alone. Nobody is answered
-/// before the COMMIT that holds their write has returned, and if that COMMIT fails every write of
-/// the group gets its error: an acknowledged write is always on disk.
+/// before the COMMIT that holds their write has returned (and, with a `WALSyncer`, before the disk
+/// confirmed it), and if that COMMIT fails every write of the group gets its error: an acknowledged
+/// write is always on disk.
 final class GroupCommitter: Sendable {
     /// Writes in one transaction at most; the rest wait for the next one.
     static let maxGroupSize = 256
@@ -27,12 +28,27 @@ final class GroupCommitter: Sendable {
     private let leaderQueue = DispatchQueue(label: "deliveryd.storage.group-commit")
     /// Where the completions of a committed group run (answering a request encodes its reply): on
     /// the leader's thread they held up the next group, the one thread every write waits for.
-    private let completionQueue = DispatchQueue(label: "deliveryd.storage.completions", attributes: .concurrent)
+    private let completionQueue: DispatchQueue
     /// Group sizes, for the storage metrics.
-    let statistics = GroupCommitStatistics()
+    let statistics: GroupCommitStatistics
+    /// Completes committed groups once the disk confirmed them; `nil` when the connection's own
+    /// COMMIT is all the durability asked for (`synchronous=NORMAL`, or FULL inside SQLite).
+    private let syncer: WALSyncer?
 
-    init(withConnection: @escaping @Sendable (_ work: (SQLiteConnection) -> Void) -> Void) {
+    /// - Parameter databasePath: the database whose WAL to sync after each commit, for a writer
+    ///   connection at `synchronous=NORMAL` that must acknowledge only what a sync confirmed.
+    init(
+        syncingWALOf databasePath: String? = nil,
+        withConnection: @escaping @Sendable (_ work: (SQLiteConnection) -> Void) -> Void
+    ) {
         self.withConnection = withConnection
+        let completionQueue = DispatchQueue(label: "deliveryd.storage.completions", attributes: .concurrent)
+        let statistics = GroupCommitStatistics()
+        self.completionQueue = completionQueue
+        self.statistics = statistics
+        self.syncer = databasePath.map {
+            WALSyncer(databasePath: $0, completionQueue: completionQueue, statistics: statistics)
+        }
     }
 
     /// Runs `write` in a shared write transaction. A write that waits returns once the transaction
@@ -46,18 +62,26 @@ final class GroupCommitter: Sendable {
             return true
         }
         if leads {
-            if write.waits { lead(write) } else { leaderQueue.async { self.lead(nil) } }
+            if write.waits { leadAndWait(write) } else { leaderQueue.async { self.lead(nil) } }
             return
         }
         guard write.waits else { return }
         write.waitForTurn()
-        if write.mustLead { lead(write) }
+        if write.mustLead { leadAndWait(write) }
+    }
+
+    /// Leads the group that holds `own`, then waits for the sync that confirms it, if one comes.
+    private func leadAndWait(_ own: PendingWrite) {
+        if lead(own) { own.waitForTurn() }
     }
 
     /// Runs the queued writes' groups, `own`'s first. A caller's thread leads only the group that
     /// holds its own write: the next group goes to the next waiting caller, or to `leaderQueue` when
     /// that write has no thread waiting.
-    private func lead(_ own: PendingWrite?) {
+    /// - Returns: whether `own`'s group went to the syncer, which then finishes `own`'s turn once more.
+    @discardableResult
+    private func lead(_ own: PendingWrite?) -> Bool {
+        var ownAwaitsSync = false
         while true {
             let group = queue.withLock { queue in
                 let count = min(queue.waiting.count, Self.maxGroupSize)
@@ -66,10 +90,9 @@ final class GroupCommitter: Sendable {
                 return group
             }
             let started = ContinuousClock.now
-            var syncTime = Duration.zero
-            withConnection { connection in syncTime = Self.run(group, on: connection) }
-            statistics.record(
-                groupSize: group.count, transactionTime: ContinuousClock.now - started, syncTime: syncTime)
+            var committed = false
+            withConnection { connection in committed = Self.run(group, on: connection) }
+            statistics.record(groupSize: group.count, transactionTime: ContinuousClock.now - started)
             let next = queue.withLock { queue -> PendingWrite? in
                 guard let next = queue.waiting.first else {
                     queue.leaderActive = false
@@ -78,33 +101,39 @@ final class GroupCommitter: Sendable {
                 if next.waits { next.mustLead = true }
                 return next
             }
-            for member in group where member !== own {
-                if member.waits {
-                    member.finishTurn()
-                } else {
-                    completionQueue.async { member.finishTurn() }
+            if let syncer, committed {
+                // The next group starts while the disk confirms this one.
+                ownAwaitsSync = own != nil
+                syncer.complete(group)
+            } else {
+                for member in group where member !== own {
+                    if member.waits {
+                        member.finishTurn()
+                    } else {
+                        completionQueue.async { member.finishTurn() }
+                    }
                 }
             }
-            guard let next else { return }
+            guard let next else { return ownAwaitsSync }
             if next.waits {
                 next.finishTurn()
-                return
+                return ownAwaitsSync
             }
             if own != nil {
                 leaderQueue.async { self.lead(nil) }
-                return
+                return ownAwaitsSync
             }
         }
     }
 
     /// One transaction for `group`: a savepoint per write, one COMMIT for all.
-    /// - Returns: how long the COMMIT took (the disk's sync, with `synchronous=FULL`).
-    private static func run(_ group: [PendingWrite], on connection: SQLiteConnection) -> Duration {
+    /// - Returns: whether the COMMIT succeeded (every write of a failed one got its error).
+    private static func run(_ group: [PendingWrite], on connection: SQLiteConnection) -> Bool {
         do {
             try connection.execute("BEGIN IMMEDIATE")
         } catch {
             for write in group { write.fail(error) }
-            return .zero
+            return false
         }
         for (index, write) in group.enumerated() {
             do {
@@ -117,7 +146,7 @@ final class GroupCommitter: Sendable {
                     let error = write.failure ?? StorageError("the transaction was rolled back")
                     for earlier in group[..<index] { earlier.fail(error) }
                     for later in group[(index + 1)...] { later.fail(error) }
-                    return .zero
+                    return false
                 } else {
                     try connection.cached("ROLLBACK TO grouped_write").run([])
                     try connection.cached("RELEASE grouped_write").run([])
@@ -125,27 +154,28 @@ final class GroupCommitter: Sendable {
             } catch {
                 if !connection.isAutocommit { try? connection.execute("ROLLBACK") }
                 for other in group { other.fail(error) }
-                return .zero
+                return false
             }
         }
-        let committing = ContinuousClock.now
         do {
             try connection.execute("COMMIT")
+            return true
         } catch {
             if !connection.isAutocommit { try? connection.execute("ROLLBACK") }
             for write in group { write.fail(error) }
+            return false
         }
-        return ContinuousClock.now - committing
     }
 }
 
 /// One caller's write waiting for its group: the work, its outcome, and how its caller learns it.
 ///
 /// - Note: `@unchecked Sendable` is sound: the submitting thread blocks in `waitForTurn` (or runs the
-///   group itself) while the leader touches `run`, `fail` and `failure`; the semaphore hands the
-///   object from one thread to the other and back, so no two threads use it at once. A write with a
-///   completion is touched by the leader alone once submitted. `mustLead` is written under the
-///   queue's lock before the semaphore is signalled, and read after the wait.
+///   group itself) while the leader touches `run`, `fail` and `failure`, and then the syncer `fail`;
+///   the semaphore and the syncer's lock hand the object from one thread to the next and back, so no
+///   two threads use it at once. A write with a completion is touched by the leader alone once
+///   submitted, then by the syncer. `mustLead` is written under the queue's lock before the
+///   semaphore is signalled, and read after the wait.
 final class PendingWrite: @unchecked Sendable {
     /// The caller's body, returning what it threw. Dropped as soon as it ran or the write failed, so
     /// the leader never keeps a waiting caller's (non-escaping) closure past the caller's wait.
@@ -203,19 +233,28 @@ public final class GroupCommitStatistics: Sendable {
         public var largest = 0
         /// Time the writer connection spent in transactions, from BEGIN to the end of COMMIT.
         public var transactionSeconds: Double = 0
-        /// Of that, time in COMMIT: the disk's sync.
+        /// Syncs of the WAL that confirmed commits (`synchronous=full`), each covering the commits
+        /// that returned before it began.
+        public var syncs = 0
+        /// Time those syncs took: the disk's, spent beside the writer rather than in its transactions.
         public var syncSeconds: Double = 0
     }
 
     private let counts = Mutex(Snapshot())
 
-    func record(groupSize: Int, transactionTime: Duration, syncTime: Duration) {
+    func record(groupSize: Int, transactionTime: Duration) {
         counts.withLock { counts in
             counts.commits += 1
             counts.writes += groupSize
             counts.largest = max(counts.largest, groupSize)
             counts.transactionSeconds += Self.seconds(transactionTime)
-            counts.syncSeconds += Self.seconds(syncTime)
+        }
+    }
+
+    func recordSync(_ duration: Duration) {
+        counts.withLock { counts in
+            counts.syncs += 1
+            counts.syncSeconds += Self.seconds(duration)
         }
     }
 

@@ -43,9 +43,57 @@ struct GroupCommitTests {
         #expect(after.writes - before.writes == orderCount * 3)
         #expect(after.commits - before.commits <= orderCount * 3)
         #expect(after.largest >= 1 && after.largest <= 256)
-        // The writer's time is counted, the sync (COMMIT) being part of it.
+        // Every commit was confirmed by a sync of the WAL (synchronous=full), one sync covering
+        // every commit that returned before it began.
+        #expect(after.transactionSeconds > before.transactionSeconds)
+        #expect(after.syncs > before.syncs)
+        #expect(after.syncs - before.syncs <= after.commits - before.commits)
         #expect(after.syncSeconds > before.syncSeconds)
-        #expect(after.transactionSeconds - before.transactionSeconds >= after.syncSeconds - before.syncSeconds)
+    }
+
+    /// With `synchronous=full` the writer commits without waiting for the disk and a sync of the WAL
+    /// beside it confirms the commits: no write is answered before a sync that began after its commit
+    /// ended, whether its caller waits or gets a completion.
+    @Test func writesAreAnsweredOnlyAfterASyncThatFollowsTheirCommit() throws {
+        let directory = try TemporaryDirectory()
+        let database = try StoreFixtures.database(directory)
+        let statistics = database.commitStatistics
+        let violations = Violations()
+        let group = DispatchGroup()
+        // Syncs finished when a write ran: the one that confirms it must finish after that.
+        @Sendable func check(_ name: String, _ result: Result<Int, any Error>) {
+            switch result {
+            case .success(let syncsBefore):
+                let syncsAfter = statistics.snapshot.syncs
+                if syncsAfter <= syncsBefore { violations.add("\(name): \(syncsBefore) → \(syncsAfter)") }
+            case .failure(let error): violations.add("\(name): \(error)")
+            }
+        }
+        for index in 0..<64 {
+            group.enter()
+            database.write({ _ in statistics.snapshot.syncs }) { result in
+                check("completion \(index)", result)
+                group.leave()
+            }
+            group.enter()
+            Thread {
+                check("waiting \(index)", Result { try database.write { _ in statistics.snapshot.syncs } })
+                group.leave()
+            }.start()
+        }
+        #expect(group.wait(timeout: .now() + 60) == .success)
+        #expect(violations.all == [])
+        #expect(statistics.snapshot.syncs >= 1)
+    }
+
+    /// With `synchronous=normal` nothing syncs beside the writer: a commit is answered when it returns.
+    @Test func normalSynchronousAnswersAtCommit() throws {
+        let directory = try TemporaryDirectory()
+        let database = try Database.open(StorageConfiguration(dataDirectory: directory.path, synchronous: .normal))
+        _ = try StoreFixtures.seed(database, id: "o-1")
+        #expect(try StoreFixtures.setStatus(database, "o-1", .preparing).outcome.transitionName == "applied")
+        #expect(database.commitStatistics.snapshot.commits >= 2)
+        #expect(database.commitStatistics.snapshot.syncs == 0)
     }
 
     /// A write that throws inside a group leaves nothing behind, even its partial statements.
@@ -67,6 +115,13 @@ struct GroupCommitTests {
         #expect(try database.outboxDepth().count == depth)
         #expect(try StoreFixtures.setStatus(database, "o-1", .preparing).outcome.transitionName == "applied")
     }
+}
+
+/// Broken expectations noted from several threads.
+private final class Violations: Sendable {
+    private let entries = Mutex<[String]>([])
+    func add(_ entry: String) { entries.withLock { $0.append(entry) } }
+    var all: [String] { entries.withLock { $0 } }
 }
 
 /// Outcomes recorded from several threads.
