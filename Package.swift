@@ -145,6 +145,11 @@ let package = Package(
             name: "TestSupport", dependencies: ["OrderDomain", "Storage", "PostgresStorage"], path: "Tests/TestSupport",
             swiftSettings: strictSettings),
 
+        // The `.heavy` trait: tests that block on processes and servers run on threads of their own.
+        .target(
+            name: "TestScheduling", dependencies: ["Lifecycle"], path: "Tests/TestScheduling",
+            swiftSettings: strictSettings),
+
         .testTarget(name: "OrderDomainTests", dependencies: ["OrderDomain"], swiftSettings: strictSettings),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry"], swiftSettings: strictSettings),
         .testTarget(name: "JSONSyntaxTests", dependencies: ["JSONSyntax"], swiftSettings: strictSettings),
@@ -168,7 +173,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PostgresStorageTests",
-            dependencies: ["PostgresStorage", "Storage", "OrderDomain", "TestSupport"],
+            dependencies: ["PostgresStorage", "Storage", "OrderDomain", "TestSupport", "TestScheduling"],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -197,7 +202,9 @@ let package = Package(
         ),
         .testTarget(
             name: "DeliverydTests",
-            dependencies: ["HTTPServer", "TestSupport", "DeliveryActivityContract", "DeliveryActivityClient"],
+            dependencies: [
+                "HTTPServer", "TestSupport", "TestScheduling", "DeliveryActivityContract", "DeliveryActivityClient",
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,8 +1,9 @@
 import Foundation
+import TestScheduling
 import TestSupport
 import Testing
 
-@Suite("APNs outage", .serialized)
+@Suite("APNs outage", .serialized, .heavy)
 struct APNsOutageTests {
     static let adminKey = "outage-admin-key-0123456789"
 

@@ -1,9 +1,10 @@
 import DeliveryActivityClient
 import Foundation
+import TestScheduling
 import TestSupport
 import Testing
 
-@Suite("Admin dashboard in a real browser", .serialized)
+@Suite("Admin dashboard in a real browser", .serialized, .heavy)
 struct AdminDashboardTests {
     static let adminKey = "dashboard-admin-key-0123456789"
     static let failingToken = String(repeating: "ee", count: 32)

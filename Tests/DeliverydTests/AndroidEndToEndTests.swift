@@ -1,10 +1,11 @@
 import Foundation
+import TestScheduling
 import TestSupport
 import Testing
 
 /// The real `deliveryd` with both simulators: an iPhone's Live Activity through APNs and an Android
 /// phone's Live Update through FCM, following one order.
-@Suite("End to end: one order on an iPhone and an Android phone", .serialized)
+@Suite("End to end: one order on an iPhone and an Android phone", .serialized, .heavy)
 struct AndroidEndToEndTests {
     static let adminKey = "android-e2e-admin-key-0123"
     static let iphoneToken = String(repeating: "a7", count: 32)

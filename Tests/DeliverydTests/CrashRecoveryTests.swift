@@ -1,8 +1,9 @@
 import Foundation
+import TestScheduling
 import TestSupport
 import Testing
 
-@Suite("Pusher crash mid-batch", .serialized)
+@Suite("Pusher crash mid-batch", .serialized, .heavy)
 struct CrashRecoveryTests {
     static let adminKey = "crash-admin-key-0123456789"
 

@@ -1,10 +1,11 @@
 import Foundation
 import Glibc
+import TestScheduling
 import TestSupport
 import Testing
 
 /// The real binary under a small open-file limit, flooded with more connections than it may hold.
-@Suite("Descriptor exhaustion", .serialized)
+@Suite("Descriptor exhaustion", .serialized, .heavy)
 struct DescriptorExhaustionTests {
     static let adminKey = "descriptors-admin-key-0123456789"
 

@@ -1,12 +1,13 @@
 import DeliveryActivityClient
 import DeliveryActivityContract
 import Foundation
+import TestScheduling
 import TestSupport
 import Testing
 
 /// The iPhone's side of the contract, played by the rules of a real device: a push-started activity
 /// is registered using only what its `start` push carried and the device's own credential.
-@Suite("Device loop: push-to-start, the woken app, tenants, late orders", .serialized)
+@Suite("Device loop: push-to-start, the woken app, tenants, late orders", .serialized, .heavy)
 struct DeviceLoopTests {
     static let adminKey = "device-loop-admin-key-0123"
     static let startTokenA = String(repeating: "5a", count: 32)

@@ -1,8 +1,9 @@
 import Foundation
+import TestScheduling
 import TestSupport
 import Testing
 
-@Suite("Disk full", .serialized)
+@Suite("Disk full", .serialized, .heavy)
 struct DiskFullTests {
     static let adminKey = "disk-full-admin-key-0123456789"
 

@@ -1,10 +1,11 @@
 import DeliveryActivityClient
 import Foundation
+import TestScheduling
 import TestSupport
 import Testing
 
 /// The real `deliveryd` with the APNs simulator, driven over HTTP as the apps drive it.
-@Suite("End to end: from a rider's tap to the Live Activity", .serialized)
+@Suite("End to end: from a rider's tap to the Live Activity", .serialized, .heavy)
 struct EndToEndTests {
     static let adminKey = "e2e-admin-key-0123456789"
     static let startToken = String(repeating: "5", count: 64)

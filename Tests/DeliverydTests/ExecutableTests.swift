@@ -1,9 +1,10 @@
 import Foundation
 import Glibc
+import TestScheduling
 import TestSupport
 import Testing
 
-@Suite("deliveryd executable", .serialized)
+@Suite("deliveryd executable", .serialized, .heavy)
 struct ExecutableTests {
     /// A second deliveryd on a data directory in use fails at once, naming the holder; one on a port
     /// another process listens on fails too, although our listeners share it through SO_REUSEPORT.
@@ -179,7 +180,7 @@ struct ExecutableTests {
 /// The server did not accept a connection (yet).
 struct NotListening: Error {}
 
-@Suite("deliveryd backup")
+@Suite("deliveryd backup", .heavy)
 struct BackupCommandTests {
     /// `deliveryd backup PATH` writes a copy that opens as a SQLite database with the schema, and
     /// refuses to overwrite an existing file. The second run starts in `/`: the migrations ship with
@@ -231,7 +232,7 @@ struct BackupCommandTests {
     }
 }
 
-@Suite("deliveryd keys and the first admin key", .serialized)
+@Suite("deliveryd keys and the first admin key", .serialized, .heavy)
 struct KeyCommandTests {
     /// Revoking the configured admin key holds across a restart with the same `--admin-key`; a new
     /// value is a new, working key.

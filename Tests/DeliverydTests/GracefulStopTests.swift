@@ -1,10 +1,11 @@
 import DeliveryActivityClient
 import Foundation
 import Synchronization
+import TestScheduling
 import TestSupport
 import Testing
 
-@Suite("Graceful stop under load", .serialized)
+@Suite("Graceful stop under load", .serialized, .heavy)
 struct GracefulStopTests {
     static let adminKey = "graceful-admin-key-0123456789"
 

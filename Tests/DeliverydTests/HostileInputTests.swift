@@ -1,10 +1,11 @@
 import Foundation
+import TestScheduling
 import TestSupport
 import Testing
 
 /// Every route of `docs/openapi.yaml`, sent hostile input over real sockets to the real binary: no
 /// request may trap (a trap in one handler stops the service for everyone) or answer 5xx.
-@Suite("Hostile input: no request crashes the process", .serialized)
+@Suite("Hostile input: no request crashes the process", .serialized, .heavy)
 struct HostileInputTests {
     static let adminKey = "hostile-admin-key-0123456789"
 

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestScheduling
 import TestSupport
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 /// the same key answers `201` with a tracking token that opens the order, and the same token every
 /// time once one was seen. (The order and its record used to commit apart: a kill between them made
 /// the retry answer `200` without a token, and no token could be had again.)
-@Suite("kill -9 during idempotent creates", .serialized)
+@Suite("kill -9 during idempotent creates", .serialized, .heavy)
 struct IdempotentCreateKillTests {
     static let adminKey = "idem-kill-admin-key-0123456789"
 

@@ -1,10 +1,11 @@
 import Foundation
+import TestScheduling
 import TestSupport
 import Testing
 
 /// deliveryd on PostgreSQL (`--database-url`), as an operator runs it: the binary, a real server,
 /// the APNs simulator.
-@Suite("deliveryd on PostgreSQL", .serialized)
+@Suite("deliveryd on PostgreSQL", .serialized, .heavy)
 struct PostgresNodeTests {
     static let adminKey = "postgres-admin-key-0123456789"
 

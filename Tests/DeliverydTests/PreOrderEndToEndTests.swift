@@ -1,11 +1,12 @@
 import DeliveryActivityClient
 import DeliveryActivityContract
 import Foundation
+import TestScheduling
 import TestSupport
 import Testing
 
 /// A pre-order as a phone lives it: placed a day ahead, its activity starts on delivery day.
-@Suite("Pre-orders end to end", .serialized)
+@Suite("Pre-orders end to end", .serialized, .heavy)
 struct PreOrderEndToEndTests {
     static let adminKey = "pre-order-admin-key-0123"
     static let startToken = String(repeating: "6d", count: 32)

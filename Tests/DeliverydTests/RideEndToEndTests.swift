@@ -1,10 +1,11 @@
 import DeliveryActivityContract
 import Foundation
+import TestScheduling
 import TestSupport
 import Testing
 
 /// The rider coming closer, through the process, real sockets and the APNs simulator over HTTP/2.
-@Suite("Ride end to end: positions to pushes", .serialized)
+@Suite("Ride end to end: positions to pushes", .serialized, .heavy)
 struct RideEndToEndTests {
     static let adminKey = "ride-e2e-admin-key-0123456"
     static let activityToken = String(repeating: "3d", count: 32)

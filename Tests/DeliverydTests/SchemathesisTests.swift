@@ -1,4 +1,5 @@
 import Foundation
+import TestScheduling
 import TestSupport
 import Testing
 
@@ -12,7 +13,7 @@ import Testing
 /// order, a merchant key may not): the merchant's routes are fuzzed with a merchant key, the admin's
 /// with the admin key. The two rules that depend on the moment of sending (the ETA window, one
 /// `Idempotency-Key` per request) are applied by `Tests/schemathesis/hooks.py`.
-@Suite("docs/openapi.yaml, fuzzed by schemathesis", .serialized)
+@Suite("docs/openapi.yaml, fuzzed by schemathesis", .serialized, .heavy)
 struct SchemathesisTests {
     static let adminKey = "schemathesis-admin-key-0123456789"
 

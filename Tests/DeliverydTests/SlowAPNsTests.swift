@@ -1,8 +1,9 @@
 import Foundation
+import TestScheduling
 import TestSupport
 import Testing
 
-@Suite("Slow APNs", .serialized)
+@Suite("Slow APNs", .serialized, .heavy)
 struct SlowAPNsTests {
     static let adminKey = "slow-admin-key-0123456789"
 

@@ -1,11 +1,12 @@
 import Foundation
+import TestScheduling
 import TestSupport
 import Testing
 
 /// The running service with its webhooks: a merchant's endpoint registered over the API, APNs played
 /// by the simulator, the merchant's receiver by Tests/webhook-receiver (verifying every delivery with
 /// the reference `standardwebhooks` library).
-@Suite("Webhooks end to end", .serialized)
+@Suite("Webhooks end to end", .serialized, .heavy)
 struct WebhookEndToEndTests {
     static let adminKey = "webhook-e2e-admin-key-0123"
     static let goodToken = String(repeating: "a1", count: 32)

@@ -2,11 +2,12 @@ import Foundation
 import OrderDomain
 import PostgresStorage
 import Storage
+import TestScheduling
 import TestSupport
 import Testing
 
 /// The libpq wrapper against a real PostgreSQL server of the test's own.
-@Suite("PostgreSQL connection", .serialized)
+@Suite("PostgreSQL connection", .serialized, .heavy)
 struct PostgresConnectionTests {
     /// One server for the suite's tests: starting one takes a few seconds.
     static let server = Result { try PostgresServer() }

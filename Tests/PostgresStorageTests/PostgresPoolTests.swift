@@ -2,11 +2,12 @@ import Foundation
 import PostgresStorage
 import Storage
 import Synchronization
+import TestScheduling
 import TestSupport
 import Testing
 
 /// The pool and the migrator against real PostgreSQL servers.
-@Suite("PostgreSQL pool and migrations", .serialized)
+@Suite("PostgreSQL pool and migrations", .serialized, .heavy)
 struct PostgresPoolTests {
     /// At most `size` connections: a caller past them waits, gets `busy` when none comes free in
     /// time, and is served once one is given back.

@@ -3,10 +3,11 @@ import OrderDomain
 import PostgresStorage
 import Storage
 import Synchronization
+import TestScheduling
 import TestSupport
 import Testing
 
-@Suite("PostgreSQL store: what several nodes share")
+@Suite("PostgreSQL store: what several nodes share", .heavy)
 struct PostgresStoreTests {
     /// A periodic task runs on one node at a time: while one store runs it, another store on the same
     /// database skips it; once it is done (or failed) another takes it; another task is not held up.
@@ -25,7 +26,7 @@ struct PostgresStoreTests {
     }
 }
 
-@Suite("PostgreSQL store: a restarted server", .serialized)
+@Suite("PostgreSQL store: a restarted server", .serialized, .heavy)
 struct PostgresRestartTests {
     /// The pool's idle connections from before a restart are gone; the first read and the first
     /// write after it still succeed, on new connections, instead of failing once per old one.
@@ -46,7 +47,7 @@ struct PostgresRestartTests {
     }
 }
 
-@Suite("PostgreSQL store: wake-ups across nodes", .serialized)
+@Suite("PostgreSQL store: wake-ups across nodes", .serialized, .heavy)
 struct PostgresOutboxListenerTests {
     /// Counts the listener's calls and lets a test wait for the next one.
     final class Calls: Sendable {
