@@ -735,6 +735,11 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
         status = wrk_result(posters)
         poll = wrk_result(polls) if polls else None
         writer_after = writer_figures(server)
+        # What the load left to send: a webhook backlog is drained after it, its CPU counted.
+        backlog_at_end = None
+        if getattr(server, "webhook_url", None):
+            with server.reader() as connection:
+                backlog_at_end = server.backlog(connection)
         stats = None
         if poller:
             poller.stopping.set()
@@ -794,6 +799,7 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
                 (writer_after["transaction"] - writer_before["transaction"]) / (status["duration_us"] / 1e6), 2)
     if webhooks is not None:
         result["webhooks_delivered"] = webhooks
+        result["backlog_at_end_of_load"] = backlog_at_end
     if status["status_errors"]:
         result["note"] = "some changes were refused (409 after the last status): raise ORDERS"
     return result
@@ -882,7 +888,9 @@ def main():
                         results[name] = measure(server)
                         print(f"{name}: changes_per_s={results[name]['changes_per_s']} "
                               f"cpu_s_per_1000_changes={results[name]['cpu_s_per_1000_changes']} "
-                              f"webhooks_delivered={results[name].get('webhooks_delivered')}", flush=True)
+                              f"webhooks_delivered={results[name].get('webhooks_delivered')} "
+                              f"backlog_at_end_of_load={results[name].get('backlog_at_end_of_load')} "
+                              f"drained_after_s={results[name].get('drained_after_s')}", flush=True)
             finally:
                 # SIGQUIT: nginx's master stops its worker first; killed outright, it left the worker running.
                 receiver.process.send_signal(signal.SIGQUIT)
