@@ -87,6 +87,10 @@ struct EndToEndTests {
         try client.call(
             "PUT", "/v1/orders/\(orderA)/activities/a-live", trackingA,
             ["pushToken": Self.rotatedToken, "environment": "development"], 200)
+        // The rotated token queued a push of the current state, nothing new, so not sent. Let the pusher
+        // be done with it first: had it read the order after `delivering` committed, that row would carry
+        // the new state under the PUT's request id, and `delivering`'s own row would repeat it (not sent).
+        try client.waitForEmptyOutbox(adminKey: Self.adminKey)
         let delivering = try client.send("POST", status, rider, ["status": "delivering"])
         #expect(delivering.status == 200)
         try client.waitForPushes(8)
@@ -308,6 +312,17 @@ struct Client {
         -> LoopbackHTTP.Response
     {
         try LoopbackHTTP.send(port: port, method, path, bearer: bearer, json: body)
+    }
+
+    /// Waits until no push is waiting or in flight (`deliveryd_outbox_depth` 0).
+    func waitForEmptyOutbox(adminKey: String) throws {
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            let metrics = try LoopbackHTTP.send(port: port, "GET", "/metrics", bearer: adminKey)
+            if EndToEndTests.samples(metrics.text)["deliveryd_outbox_depth"] == 0 { return }
+            usleep(10_000)
+        }
+        Issue.record("pushes were still waiting after 10 s")
     }
 
     /// Sends a request that must answer `status`; returns its JSON body.
