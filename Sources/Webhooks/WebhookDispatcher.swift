@@ -111,25 +111,27 @@ public final class WebhookDispatcher: Sendable {
     }
 
     private func run(_ transport: WebhookTransport) {
-        var inFlight: [Int64: WebhookDelivery] = [:]
+        var held = HeldDeliveries(
+            perEndpoint: configuration.perEndpoint, maximumInFlight: configuration.maximumInFlight)
         // Outcomes not written yet: a round writes them together, in one transaction.
         var answered: [WebhookCompletion] = []
         var nextClaim = Date.distantPast
         var lastRound = Date.distantPast
         var stopDeadline: Date?
-        // Longer than any attempt (its timeout) and the round that writes its outcome.
-        let lease = configuration.timeoutSeconds + 10
+        // A queued delivery waits at most one attempt's timeout for a slot (every attempt ahead of it
+        // ends within that), then its own attempt takes at most another, and its round writes it.
+        let lease = 2 * configuration.timeoutSeconds + 10
         while true {
             let now = clock()
             let isStopping = stopping.load(ordering: .acquiring)
             if isStopping, stopDeadline == nil {
                 stopDeadline = now.addingTimeInterval(min(configuration.timeoutSeconds, Self.stopGrace))
             }
-            let finished = isStopping && (inFlight.isEmpty || now > stopDeadline ?? now)
+            let finished = isStopping && (held.inFlight.isEmpty || now > stopDeadline ?? now)
             // One round, one transaction: the outcomes gathered since the last round and the next
             // claim, at most one round per `roundInterval`, so that however fast receivers answer,
             // webhooks add at most that many commits a second beside the status changes.
-            let wantsClaim = !isStopping && now >= nextClaim && inFlight.count < configuration.maximumInFlight
+            let wantsClaim = !isStopping && now >= nextClaim && held.count < held.capacity
             let roundDue =
                 finished
                 || ((!answered.isEmpty || wantsClaim) && now.timeIntervalSince(lastRound) >= Self.roundInterval)
@@ -137,25 +139,49 @@ public final class WebhookDispatcher: Sendable {
                 lastRound = now
                 nextClaim =
                     round(
-                        &answered, claiming: wantsClaim ? configuration.maximumInFlight - inFlight.count : 0,
-                        into: &inFlight, now: now, lease: lease, on: transport) ?? nextClaim
+                        &answered, claiming: wantsClaim ? held.capacity - held.count : 0, into: &held, now: now,
+                        lease: lease, on: transport) ?? nextClaim
             }
             if finished { return }
             let untilRound = Self.roundInterval - now.timeIntervalSince(lastRound)
             let wait =
-                inFlight.isEmpty && answered.isEmpty
+                held.inFlight.isEmpty && answered.isEmpty
                 ? min(configuration.pollInterval, nextClaim.timeIntervalSince(now))
                 : untilRound > 0 ? untilRound : Self.roundInterval
             let answers = transport.poll(waitMilliseconds: max(1, Int(wait * 1000)))
             guard !answers.isEmpty else { continue }
             let answeredAt = clock()
             for (tag, answer) in answers {
-                if let delivery = inFlight.removeValue(forKey: tag) {
-                    answered.append(complete(delivery, answer, at: answeredAt))
+                if let delivery = held.finish(tag) {
+                    let completion = complete(delivery, answer, at: answeredAt)
+                    if completion.endpointChange != .none {
+                        // Paused or disabled: what waits for it is claimed again when it may be sent.
+                        held.dropQueued(endpointID: delivery.endpointID)
+                    }
+                    answered.append(completion)
                 }
             }
+            // Freed slots take what waits for them now, not at the next round.
+            if !isStopping { startQueued(&held, &answered, now: answeredAt, on: transport) }
             // Answers free room: more may be due at once.
             nextClaim = min(nextClaim, answeredAt)
+        }
+    }
+
+    /// Starts the queued deliveries their endpoints and the dispatcher have room for. One queued
+    /// longer than an attempt's timeout is left to its lease (claimed again once it runs out), so
+    /// that no attempt outlives the lease that keeps it to this dispatcher.
+    private func startQueued(
+        _ held: inout HeldDeliveries, _ answered: inout [WebhookCompletion], now: Date, on transport: WebhookTransport
+    ) {
+        while let (delivery, queuedAt) = held.nextToStart() {
+            if now.timeIntervalSince(queuedAt) > configuration.timeoutSeconds + 5 { continue }
+            if let refusal = send(delivery, now: now, on: transport) {
+                // Written with the next round's outcomes.
+                answered.append(complete(delivery, refusal, at: now))
+            } else {
+                held.started(delivery)
+            }
         }
     }
 
@@ -163,29 +189,22 @@ public final class WebhookDispatcher: Sendable {
     static let roundInterval: TimeInterval = 0.02
 
     /// Writes the outcomes gathered since the last round and claims up to `room` due deliveries,
-    /// in one transaction, then starts what it claimed.
+    /// in one transaction, then starts what it claimed as far as there are slots.
     /// - Returns: when to claim next (now if the claim got some, else after a poll interval); `nil`
     ///   when nothing was asked.
     private func round(
-        _ answered: inout [WebhookCompletion], claiming room: Int, into inFlight: inout [Int64: WebhookDelivery],
-        now: Date, lease: TimeInterval, on transport: WebhookTransport
+        _ answered: inout [WebhookCompletion], claiming room: Int, into held: inout HeldDeliveries, now: Date,
+        lease: TimeInterval, on transport: WebhookTransport
     ) -> Date? {
         let written = answered
         answered.removeAll(keepingCapacity: true)
         do {
-            let perEndpoint = Dictionary(inFlight.values.map { ($0.endpointID, 1) }, uniquingKeysWith: +)
             let claimed = try store.exchangeWebhookDeliveries(
-                written, owner: owner, now: now, lease: lease, limit: room, perEndpoint: configuration.perEndpoint,
-                inFlight: perEndpoint)
+                written, owner: owner, now: now, lease: lease, limit: room, perEndpoint: held.perEndpointCapacity,
+                inFlight: held.byEndpoint)
             report(written)
-            for delivery in claimed {
-                if let refusal = send(delivery, now: now, on: transport) {
-                    // Written with the next round's outcomes.
-                    answered.append(complete(delivery, refusal, at: now))
-                } else {
-                    inFlight[delivery.id] = delivery
-                }
-            }
+            for delivery in claimed { held.queue(delivery, at: now) }
+            startQueued(&held, &answered, now: now, on: transport)
             guard room > 0 else { return nil }
             return claimed.isEmpty ? now.addingTimeInterval(configuration.pollInterval) : now
         } catch {
@@ -277,6 +296,71 @@ public final class WebhookDispatcher: Sendable {
                     ["webhook.endpoint": .string(completion.delivery.endpointID), "reason": .string(reason)])
             }
         }
+    }
+}
+
+/// The deliveries a dispatcher holds: attempts on the wire, at most `perEndpoint` to an endpoint and
+/// `maximumInFlight` in all, and as many again claimed ahead, each waiting in its endpoint's queue for
+/// a slot. Without the queue a slot freed by an answer stayed empty until the next round, which held
+/// one endpoint to `perEndpoint` attempts a round (1,600 a second at 32 and 20 ms).
+struct HeldDeliveries {
+    let perEndpoint: Int
+    let maximumInFlight: Int
+    private(set) var inFlight: [Int64: WebhookDelivery] = [:]
+    private var inFlightByEndpoint: [String: Int] = [:]
+    private var queued: [String: [(delivery: WebhookDelivery, queuedAt: Date)]] = [:]
+    private var queuedCount = 0
+
+    init(perEndpoint: Int, maximumInFlight: Int) {
+        self.perEndpoint = perEndpoint
+        self.maximumInFlight = maximumInFlight
+    }
+
+    /// Held at most: in flight and claimed ahead.
+    var capacity: Int { 2 * maximumInFlight }
+    /// What the claim may hold for one endpoint, in flight and queued.
+    var perEndpointCapacity: Int { 2 * perEndpoint }
+    var count: Int { inFlight.count + queuedCount }
+
+    /// Held by endpoint, in flight or queued: what the claim counts against `perEndpointCapacity`.
+    var byEndpoint: [String: Int] {
+        var counts = inFlightByEndpoint
+        for (endpointID, waiting) in queued { counts[endpointID, default: 0] += waiting.count }
+        return counts
+    }
+
+    mutating func queue(_ delivery: WebhookDelivery, at now: Date) {
+        queued[delivery.endpointID, default: []].append((delivery, now))
+        queuedCount += 1
+    }
+
+    /// The longest-waiting queued delivery of an endpoint with a free slot, taken off its queue.
+    mutating func nextToStart() -> (WebhookDelivery, Date)? {
+        guard inFlight.count < maximumInFlight,
+            let endpointID = queued.keys.first(where: { inFlightByEndpoint[$0, default: 0] < perEndpoint }),
+            let first = queued[endpointID]?.first
+        else { return nil }
+        if queued[endpointID]?.count == 1 { queued[endpointID] = nil } else { queued[endpointID]?.removeFirst() }
+        queuedCount -= 1
+        return (first.delivery, first.queuedAt)
+    }
+
+    mutating func started(_ delivery: WebhookDelivery) {
+        inFlight[delivery.id] = delivery
+        inFlightByEndpoint[delivery.endpointID, default: 0] += 1
+    }
+
+    /// The attempt tagged `id` ended; its delivery, if it was in flight here.
+    mutating func finish(_ id: Int64) -> WebhookDelivery? {
+        guard let delivery = inFlight.removeValue(forKey: id) else { return nil }
+        let remaining = inFlightByEndpoint[delivery.endpointID, default: 1] - 1
+        inFlightByEndpoint[delivery.endpointID] = remaining > 0 ? remaining : nil
+        return delivery
+    }
+
+    /// Lets go of an endpoint's queued deliveries: their leases run out and they are claimed again.
+    mutating func dropQueued(endpointID: String) {
+        queuedCount -= queued.removeValue(forKey: endpointID)?.count ?? 0
     }
 }
 

@@ -160,7 +160,7 @@ struct WebhookEndToEndTests {
         defer { receiver.stop() }
         let data = NSTemporaryDirectory() + "webhook-kill-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: data) }
-        // Short attempts: what the killed process was sending is leased for the attempt timeout and 10 s.
+        // Short attempts: what the killed process held is leased for twice the attempt timeout and 10 s.
         let schedule = [
             "--webhook-retry-schedule", Array(repeating: "0.5", count: 40).joined(separator: ","), "--webhook-timeout",
             "2",
