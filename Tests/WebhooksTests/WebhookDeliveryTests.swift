@@ -182,7 +182,11 @@ struct WebhookDeliveryTests {
         #expect(try harness.wait { try harness.store.webhookEndpoint(id: goneEndpoint.id)?.enabled == false })
         let disabled = try #require(try harness.store.webhookEndpoint(id: goneEndpoint.id))
         #expect(disabled.disabledReason == "the receiver answered 410 Gone")
-        #expect(harness.log.all.contains { $0.contains("webhook.endpoint_disabled") && $0.contains(goneEndpoint.id) })
+        // Said once the outcome is on disk, which a reader may see a moment before.
+        #expect(
+            harness.wait {
+                harness.log.all.contains { $0.contains("webhook.endpoint_disabled") && $0.contains(goneEndpoint.id) }
+            })
         // Deliveries of a disabled endpoint wait: nothing more reaches it.
         usleep(500_000)
         #expect(gone.records().count <= 2, "a disabled endpoint was still sent to: \(gone.records().count)")
