@@ -2,11 +2,11 @@ internal import COpenSSL
 
 /// SHA-256 digests, for storing secrets (API keys, tracking tokens) and fingerprinting request bodies.
 public enum SHA256 {
-    /// The 32-byte digest of `bytes`.
-    public static func digest(_ bytes: some Collection<UInt8>) -> [UInt8] {
+    /// The 32-byte digest of `bytes` (an array, like `Hex.encode`, so that callers in other modules
+    /// do not run it unspecialized).
+    public static func digest(_ bytes: [UInt8]) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
-        let contiguous = Array(bytes)
-        contiguous.withUnsafeBufferPointer { input in
+        bytes.withUnsafeBufferPointer { input in
             output.withUnsafeMutableBufferPointer { out in
                 // One-shot EVP_Digest never fails for SHA-256 on valid buffers; a failure is an OpenSSL bug.
                 let result = EVP_Digest(input.baseAddress, input.count, out.baseAddress, nil, EVP_sha256(), nil)
@@ -17,7 +17,7 @@ public enum SHA256 {
     }
 
     /// The digest as 64 lowercase hex digits, the form the database stores.
-    public static func hexDigest(_ bytes: some Collection<UInt8>) -> String {
+    public static func hexDigest(_ bytes: [UInt8]) -> String {
         Hex.encode(digest(bytes))
     }
 }
@@ -26,14 +26,16 @@ public enum SHA256 {
 public enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)
 
-    public static func encode(_ bytes: some Collection<UInt8>) -> String {
-        var text = [UInt8]()
-        text.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
+    /// An array, not any collection: called from other modules, a generic version runs
+    /// unspecialized, and every authenticated request encodes a digest.
+    public static func encode(_ bytes: [UInt8]) -> String {
+        String(unsafeUninitializedCapacity: bytes.count * 2) { text in
+            for (index, byte) in bytes.enumerated() {
+                text[2 * index] = digits[Int(byte >> 4)]
+                text[2 * index + 1] = digits[Int(byte & 0x0F)]
+            }
+            return bytes.count * 2
         }
-        return String(decoding: text, as: UTF8.self)
     }
 }
 

@@ -436,11 +436,25 @@ public struct DeliveryService: Sendable {
     /// The JSON object of a request body.
     /// - Throws: `415` unless the body is declared JSON, `400 invalid_json` unless it is an object.
     func jsonObject(_ request: HTTPRequest) throws(APIError) -> [String: JSONValue] {
-        guard let type = request.header("Content-Type")?.lowercased(),
-            let mediaType = type.split(separator: ";").first?.trimmingWhitespace(),
-            mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json"))
-        else { throw .unsupportedMediaType() }
+        guard let type = request.header("Content-Type"), Self.declaresJSON(type) else {
+            throw .unsupportedMediaType()
+        }
         return try FieldReader.object(request.body)
+    }
+
+    /// Whether a `Content-Type` names `application/json` or an `application/…+json` type, in any
+    /// case, whatever its parameters (`; charset=utf-8`). Read as bytes: every write request asks,
+    /// and trimming it as `Character`s was 2 % of the process's CPU under load.
+    static func declaresJSON(_ contentType: String) -> Bool {
+        let spaceOrTab: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+        let mediaType = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }
+            .drop(while: spaceOrTab).reversed().drop(while: spaceOrTab).reversed()
+            .map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 + 32 : $0 }
+        let application = Array("application/".utf8)
+        let suffix = Array("+json".utf8)
+        return mediaType.elementsEqual("application/json".utf8)
+            || (mediaType.starts(with: application) && mediaType.count >= application.count + suffix.count
+                && mediaType.suffix(suffix.count).elementsEqual(suffix))
     }
 
     func json(_ status: Int, _ value: JSONValue) -> HTTPResponse {
@@ -450,11 +464,5 @@ public struct DeliveryService: Sendable {
     /// Wakes the pusher after a commit that queued pushes.
     func wakePusher(_ queued: Int) {
         if queued > 0 { outboxSignal?.notify() }
-    }
-}
-
-extension Substring {
-    fileprivate func trimmingWhitespace() -> String {
-        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
     }
 }

@@ -1,4 +1,3 @@
-import DeliveryAPI
 import Foundation
 import HTTPServer
 import OrderDomain
@@ -7,6 +6,8 @@ import Storage
 import Synchronization
 import TestSupport
 import Testing
+
+@testable import DeliveryAPI
 
 @Suite("Orders over the API")
 struct OrderAPITests {
@@ -80,6 +81,23 @@ struct OrderAPITests {
                     headers: [auth, ("Content-Type", "application/json; charset=utf-8")],
                     body: Array(text.utf8)))
             #expect(reply.status == 400 && reply.errorCode == "invalid_json", "body \(text)")
+        }
+    }
+
+    /// JSON is `application/json` or an `application/…+json` type, in any case, with or without
+    /// parameters and the spaces around them; anything else is not.
+    @Test func contentTypesThatDeclareJSON() {
+        for declared in [
+            "application/json", "Application/JSON", "application/json; charset=utf-8", " application/json ;q=1",
+            "\tapplication/json\t", "application/merge-patch+json", "APPLICATION/VND.API+JSON; charset=utf-8",
+        ] {
+            #expect(DeliveryService.declaresJSON(declared), "\(declared)")
+        }
+        for other in [
+            "text/plain", "application/jsonx", "application/xml", "json", "", ";application/json", "text/x+json",
+            "application/json-seq", "app lication/json",
+        ] {
+            #expect(!DeliveryService.declaresJSON(other), "\(other)")
         }
     }
 

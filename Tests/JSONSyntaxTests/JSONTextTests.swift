@@ -16,6 +16,18 @@ struct JSONTextTests {
         #expect(parsed == [text])
     }
 
+    /// A slice of a longer text is quoted alone, escapes at its very start and end included.
+    @Test func quotedSubstringReadsBackUnchanged() throws {
+        let whole = "xx\"edge\u{07}and\\\"yy"
+        let slice = whole.dropFirst(2).dropLast(2)
+        var bytes = Array("[".utf8)
+        JSONText.appendQuoted(slice, to: &bytes)
+        bytes.append(UInt8(ascii: "]"))
+        let parsed = try JSONSerialization.jsonObject(with: Data(bytes)) as? [String]
+        #expect(parsed == [String(slice)])
+        #expect(String(decoding: bytes, as: UTF8.self) == #"["\"edge\u0007and\\\""]"#)
+    }
+
     @Test func fieldsMakeAnObject() throws {
         var bytes = Array("{".utf8)
         JSONText.appendField("a", "1", to: &bytes, first: true)
