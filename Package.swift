@@ -75,7 +75,7 @@ let package = Package(
         ),
         .target(
             name: "Storage",
-            dependencies: ["OrderDomain", "JSONSyntax", "CSQLite"],
+            dependencies: ["OrderDomain", "JSONSyntax", "Telemetry", "CSQLite"],
             // The SQL migrations (`db/` links here) ship with the binary as a resource.
             resources: [.copy("Migrations")],
             swiftSettings: strictSettings

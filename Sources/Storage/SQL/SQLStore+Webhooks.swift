@@ -358,8 +358,10 @@ extension StoreSQL {
     /// Stores an event of a merchant and queues a delivery to each of its enabled endpoints that wants
     /// it, in the transaction of the change that caused it. A merchant without endpoints gets nothing
     /// stored: the one indexed read is all a change pays then.
+    /// `data` is built only when the merchant has an endpoint: most changes have none to tell,
+    /// and this runs inside the writer's transaction, which every write waits for.
     static func emitWebhook(
-        _ type: WebhookEventType, merchantID: String, data: [(String, WebhookField)], now: Date,
+        _ type: WebhookEventType, merchantID: String, data: @autoclosure () -> [(String, WebhookField)], now: Date,
         _ connection: any SQLSession
     ) throws {
         let endpoints = try connection.cached(
@@ -374,7 +376,7 @@ extension StoreSQL {
             "INSERT INTO webhook_events (id, merchant_id, type, created_at, body) VALUES (?, ?, ?, ?, ?)"
         ).run([
             .text(id), .text(merchantID), .text(type.rawValue), .integer(now.storageMilliseconds),
-            .blob(WebhookEventBody.encode(type: type, timestamp: now, data: data)),
+            .blob(WebhookEventBody.encode(type: type, timestamp: now, data: data())),
         ])
         for endpoint in endpoints where endpoint.enabled {
             let types = endpoint.types.split(separator: " ")
@@ -385,7 +387,7 @@ extension StoreSQL {
 
     /// `emitWebhook` for an event of an order, whose merchant the order row names.
     static func emitWebhook(
-        _ type: WebhookEventType, orderID: String, data: [(String, WebhookField)], now: Date,
+        _ type: WebhookEventType, orderID: String, data: @autoclosure () -> [(String, WebhookField)], now: Date,
         _ connection: any SQLSession
     ) throws {
         guard
@@ -394,7 +396,7 @@ extension StoreSQL {
         else { return }
         try emitWebhook(
             type, merchantID: order.merchant,
-            data: [("orderId", .string(orderID)), ("orderNumber", .string(order.number))] + data, now: now,
+            data: [("orderId", .string(orderID)), ("orderNumber", .string(order.number))] + data(), now: now,
             connection)
     }
 

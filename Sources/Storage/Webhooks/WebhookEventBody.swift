@@ -1,4 +1,6 @@
 internal import FoundationEssentials
+internal import JSONSyntax
+internal import Telemetry
 
 /// A field of an event's `data`: events carry flat facts, never a nested copy of an order.
 enum WebhookField: Sendable, Hashable {
@@ -16,16 +18,16 @@ enum WebhookEventBody {
         var out: [UInt8] = []
         out.reserveCapacity(256)
         out.append(contentsOf: #"{"type":"#.utf8)
-        appendString(type.rawValue, to: &out)
+        JSONText.appendQuoted(type.rawValue, to: &out)
         out.append(contentsOf: #","timestamp":"#.utf8)
-        appendString(iso8601(timestamp), to: &out)
+        JSONText.appendQuoted(iso8601(timestamp), to: &out)
         out.append(contentsOf: #","data":{"#.utf8)
         for (index, (key, value)) in data.enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
-            appendString(key, to: &out)
+            JSONText.appendQuoted(key, to: &out)
             out.append(UInt8(ascii: ":"))
             switch value {
-            case .string(let text): appendString(text, to: &out)
+            case .string(let text): JSONText.appendQuoted(text, to: &out)
             case .integer(let number): out.append(contentsOf: String(number).utf8)
             case .null: out.append(contentsOf: "null".utf8)
             }
@@ -36,7 +38,7 @@ enum WebhookEventBody {
 
     /// RFC 3339 in UTC with milliseconds, as the Standard Webhooks examples write it.
     static func iso8601(_ date: Date) -> String {
-        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        RFC3339Time.format(date)
     }
 
     /// A new event id: `msg_`, the time in hex (ids sort by time) and 64 random bits.
@@ -46,23 +48,5 @@ enum WebhookEventBody {
         let random = String(generator.next() as UInt64, radix: 16)
         return "msg_" + String(repeating: "0", count: max(0, 12 - time.count)) + time
             + String(repeating: "0", count: 16 - random.count) + random
-    }
-
-    private static func appendString(_ text: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
-            case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
-            case 0x0A: out.append(contentsOf: #"\n"#.utf8)
-            case 0x0D: out.append(contentsOf: #"\r"#.utf8)
-            case 0x09: out.append(contentsOf: #"\t"#.utf8)
-            case ..<0x20:
-                let hex = String(byte, radix: 16)
-                out.append(contentsOf: (#"\u00"# + (hex.count == 1 ? "0" : "") + hex).utf8)
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
     }
 }
