@@ -63,6 +63,35 @@ struct OutboxTests {
         #expect(next.first?.id != inFlight.id)
     }
 
+    /// Two pending rows of one activity (a retry written beside a change on PostgreSQL leaves them)
+    /// are never claimed together: the newest goes first, the older once the newer is finished.
+    @Test(arguments: StoreBackend.all)
+    func onlyTheNewestPendingRowOfATargetIsClaimed(backend: StoreBackend) throws {
+        let place = StoreContractTests.Place()
+        let database = try backend.open(place.path)
+        _ = try StoreFixtures.seed(database)
+        let t = StoreFixtures.t0
+        _ = try StoreFixtures.setStatus(database, "o-1", .preparing)
+        let inFlight = try #require(try database.claimDue(owner: "w", now: t, lease: 30, limit: 10).first)
+        _ = try StoreFixtures.setStatus(database, "o-1", .pickup)
+        // What the retry's transaction writes when it cannot see the change's row yet.
+        let sql = try #require(database as? any SQLStore)
+        try sql.writeSession { connection in
+            try connection.cached(
+                "UPDATE outbox SET state = 'pending', lease_owner = NULL, lease_until = NULL WHERE id = ?"
+            ).run([.integer(inFlight.id)])
+        }
+        #expect(try database.outboxDepth().count == 2)
+        let first = try database.claimDue(owner: "w", now: t.addingTimeInterval(1), lease: 30, limit: 10)
+        #expect(first.count == 1)
+        let newer = try #require(first.first)
+        #expect(newer.id > inFlight.id)
+        #expect(try database.claimDue(owner: "v", now: t.addingTimeInterval(1), lease: 30, limit: 10).isEmpty)
+        try database.markSent(newer, now: t.addingTimeInterval(2))
+        let then = try database.claimDue(owner: "v", now: t.addingTimeInterval(3), lease: 30, limit: 10)
+        #expect(then.map(\.id) == [inFlight.id])
+    }
+
     /// Retries wait for their time; dead letters are listed with their reason and can be replayed.
     @Test(arguments: StoreBackend.all)
     func retryDeadAndReplay(backend: StoreBackend) throws {

@@ -20,7 +20,10 @@ extension SQLStore {
     /// A row is due when it is pending and its time has come. A row whose lease ran out (its worker
     /// crashed) is first put back as pending (or superseded, when a newer row for its target is
     /// waiting), so it comes back. A target with a row in flight under a live lease is skipped, so one
-    /// activity never has two pushes racing.
+    /// activity never has two pushes racing; and only a target's newest pending row is claimed, so
+    /// that two rows of one activity are never planned from the same read and sent twice. (Two can
+    /// be pending on PostgreSQL: a retry written beside a change does not see the change's new row.
+    /// The older one is claimed once the newer is sent, and the planner finds nothing new in it.)
     ///
     /// - Note: Each statement names `state IN ('pending', 'sending')` so that SQLite may use the
     ///   partial index `outbox_open_by_target`, and the lease comparison is written `+lease_until` so
@@ -46,7 +49,8 @@ extension SQLStore {
                           SELECT 1 FROM outbox AS busy
                           WHERE busy.order_id = candidate.order_id AND busy.kind = candidate.kind
                             AND busy.target_id = candidate.target_id AND busy.state IN ('pending', 'sending')
-                            AND busy.state = 'sending' AND +busy.lease_until > ?)
+                            AND ((busy.state = 'sending' AND +busy.lease_until > ?)
+                                OR (busy.state = 'pending' AND busy.id > candidate.id)))
                     ORDER BY due_at, id LIMIT ?\(connection.dialect.skippingLockedRows))
                 RETURNING id, order_id, event_id, kind, target_id, attempts, due_at, created_at, request_id
                 """
