@@ -49,6 +49,29 @@ struct SQLiteConnectionTests {
         #expect(names == ["a"])
     }
 
+    /// A column reads the same whatever order a decoder asks for the columns in, and a name the
+    /// query repeats reads its last column, row after row of one cached statement.
+    @Test func columnsReadByNameInAnyOrder() throws {
+        let directory = try TemporaryDirectory()
+        let connection = try SQLiteConnection.open(StorageConfiguration(dataDirectory: directory.path))
+        try connection.execute("CREATE TABLE pair (a TEXT, b TEXT, longer_column_name INTEGER)")
+        for index in 0..<3 {
+            try connection.cached("INSERT INTO pair VALUES (?, ?, ?)")
+                .run([.text("a\(index)"), .text("b\(index)"), .integer(Int64(index))])
+        }
+        let sql = "SELECT a, b, longer_column_name, b AS a FROM pair ORDER BY longer_column_name"
+        for _ in 0..<2 {
+            let inOrder = try connection.cached(sql).rows { row in
+                [try row.text("a"), try row.text("b"), String(try row.int("longer_column_name"))]
+            }
+            let shuffled = try connection.cached(sql).rows { row in
+                [try row.text("b"), String(try row.int("longer_column_name")), try row.text("a"), try row.text("b")]
+            }
+            #expect(inOrder == [["b0", "b0", "0"], ["b1", "b1", "1"], ["b2", "b2", "2"]])
+            #expect(shuffled == [["b0", "0", "b0", "b0"], ["b1", "1", "b1", "b1"], ["b2", "2", "b2", "b2"]])
+        }
+    }
+
     /// Rows are read by column name: a column the query lacks, a NULL where a value is required, a
     /// value of another type and an unknown raw value are thrown, never read as an empty value.
     @Test func rowsAreReadByNameAndRefuseWhatTheyDoNotHold() throws {
