@@ -84,6 +84,11 @@ package final class APNsSimulator {
     /// Starts a test peer and waits until it accepts connections on `port` (20 s at most: a loaded
     /// machine is slow to start Python); throws at once if it exits (its port was taken).
     package static func launch(_ process: Process, port: UInt16, name: String) throws {
+        // Another test's server on this port would answer the readiness check below while this peer,
+        // unable to bind, exits: the test would then talk to that server (a webhook test once sent a
+        // healthy endpoint's deliveries to another test's hanging receiver). A port that answers is
+        // refused here, and `TestPeers.start` picks another.
+        if accepts(port: port) { throw SimulatorError("\(name): port \(port) is taken") }
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         for _ in 0..<400 {
