@@ -106,13 +106,7 @@ final class GroupCommitter: Sendable {
                 ownAwaitsSync = own != nil
                 syncer.complete(group)
             } else {
-                for member in group where member !== own {
-                    if member.waits {
-                        member.finishTurn()
-                    } else {
-                        completionQueue.async { member.finishTurn() }
-                    }
-                }
+                for member in group where member !== own { member.finishTurn(completingOn: completionQueue) }
             }
             guard let next else { return ownAwaitsSync }
             if next.waits {
@@ -218,6 +212,13 @@ final class PendingWrite: @unchecked Sendable {
     /// The write's transaction is over (or, for a waiting caller, its turn to lead has come).
     func finishTurn() {
         if let completion { completion() } else { turn.signal() }
+    }
+
+    /// `finishTurn` for a write whose commit is over: a waiting caller is woken at once, a completion
+    /// runs on `queue`, so that the thread ending a whole group's turns (the leader, the syncer) does
+    /// not answer each request itself before it can go on.
+    func finishTurn(completingOn queue: DispatchQueue) {
+        if waits { finishTurn() } else { queue.async { self.finishTurn() } }
     }
 }
 

@@ -84,7 +84,7 @@ final class WALSyncer: Sendable {
             for group in groups {
                 for write in group {
                     if let failure { write.fail(failure) }
-                    if write.waits { write.finishTurn() } else { completionQueue.async { write.finishTurn() } }
+                    write.finishTurn(completingOn: completionQueue)
                 }
             }
         }
