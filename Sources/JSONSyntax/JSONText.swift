@@ -1,7 +1,7 @@
 /// JSON text written as bytes, for the lines the process writes on hot paths (each push of the log
 /// sender, each log line, each response): no Foundation encoder, no intermediate `String`s.
 ///
-/// The entry points take concrete types (`String`, `Substring`, bytes), not `some StringProtocol`:
+/// The entry points take concrete types (`String`, `Substring`), not `some StringProtocol`:
 /// a generic function called from another module runs unspecialized, each byte through a witness
 /// table, and quoting the fields of responses that way was 6 % of the process's CPU under load.
 public enum JSONText {

@@ -46,16 +46,26 @@ struct OutboxTests {
         #expect(claimed.first?.eventID == lastEvent)
     }
 
+    /// A seeded store whose order o-1's push (of `preparing`) is claimed by worker `w` while the order
+    /// moves on to `pickup`, which queues a newer row for the same activity.
+    static func rowInFlightBehindAChange(_ backend: StoreBackend, _ place: StoreContractTests.Place) throws
+        -> (any DeliveryStore, OutboxItem)
+    {
+        let database = try backend.open(place.path)
+        _ = try StoreFixtures.seed(database)
+        _ = try StoreFixtures.setStatus(database, "o-1", .preparing)
+        let claimed = try database.claimDue(owner: "w", now: StoreFixtures.t0, lease: 30, limit: 10)
+        let inFlight = try #require(claimed.first)
+        _ = try StoreFixtures.setStatus(database, "o-1", .pickup)
+        return (database, inFlight)
+    }
+
     /// While a row of an activity is in flight, a newer row for it waits; a retry of the old one is superseded.
     @Test(arguments: StoreBackend.all)
     func inFlightTargetIsNotRaced(backend: StoreBackend) throws {
         let place = StoreContractTests.Place()
-        let database = try backend.open(place.path)
-        _ = try StoreFixtures.seed(database)
+        let (database, inFlight) = try Self.rowInFlightBehindAChange(backend, place)
         let t = StoreFixtures.t0
-        _ = try StoreFixtures.setStatus(database, "o-1", .preparing)
-        let inFlight = try #require(try database.claimDue(owner: "w", now: t, lease: 30, limit: 10).first)
-        _ = try StoreFixtures.setStatus(database, "o-1", .pickup)
         #expect(try database.claimDue(owner: "w", now: t, lease: 30, limit: 10).isEmpty)
         try database.scheduleRetry(inFlight, at: t.addingTimeInterval(5), error: "503", now: t)
         let next = try database.claimDue(owner: "w", now: t.addingTimeInterval(10), lease: 30, limit: 10)
@@ -68,12 +78,8 @@ struct OutboxTests {
     @Test(arguments: StoreBackend.all)
     func onlyTheNewestPendingRowOfATargetIsClaimed(backend: StoreBackend) throws {
         let place = StoreContractTests.Place()
-        let database = try backend.open(place.path)
-        _ = try StoreFixtures.seed(database)
+        let (database, inFlight) = try Self.rowInFlightBehindAChange(backend, place)
         let t = StoreFixtures.t0
-        _ = try StoreFixtures.setStatus(database, "o-1", .preparing)
-        let inFlight = try #require(try database.claimDue(owner: "w", now: t, lease: 30, limit: 10).first)
-        _ = try StoreFixtures.setStatus(database, "o-1", .pickup)
         // What the retry's transaction writes when it cannot see the change's row yet.
         let sql = try #require(database as? any SQLStore)
         try sql.writeSession { connection in
