@@ -53,6 +53,9 @@ package enum SQLiteToPostgres {
                     "SELECT setval(pg_get_serial_sequence($1, 'id'), max(id)) FROM \(table) HAVING max(id) IS NOT NULL",
                     [.text(table)])
             }
+            // Events made after the copy are numbered after every copied one.
+            try target.query(
+                "SELECT setval('webhook_event_seq', max(seq)) FROM webhook_events HAVING max(seq) IS NOT NULL")
             try target.execute("COMMIT")
             return copied
         } catch {

@@ -142,7 +142,13 @@ public final class WebhookDispatcher: Sendable {
                         &answered, claiming: wantsClaim ? held.capacity - held.count : 0, into: &held, now: now,
                         lease: lease, on: transport) ?? nextClaim
             }
-            if finished { return }
+            if finished {
+                // Another node may read the streams at once rather than after the lease.
+                do { try store.releaseWebhookStreams(owner: owner) } catch {
+                    logger.warning("webhook.release_failed", ["error": .string("\(error)")])
+                }
+                return
+            }
             let untilRound = Self.roundInterval - now.timeIntervalSince(lastRound)
             let wait =
                 held.inFlight.isEmpty && answered.isEmpty
@@ -152,7 +158,7 @@ public final class WebhookDispatcher: Sendable {
             guard !answers.isEmpty else { continue }
             let answeredAt = clock()
             for (tag, answer) in answers {
-                if let delivery = held.finish(tag) {
+                if let delivery = held.finish(tag: tag) {
                     let completion = complete(delivery, answer, at: answeredAt)
                     if completion.endpointChange != .none {
                         // Paused or disabled: what waits for it is claimed again when it may be sent.
@@ -174,13 +180,17 @@ public final class WebhookDispatcher: Sendable {
     private func startQueued(
         _ held: inout HeldDeliveries, _ answered: inout [WebhookCompletion], now: Date, on transport: WebhookTransport
     ) {
-        while let (delivery, queuedAt) = held.nextToStart() {
-            if now.timeIntervalSince(queuedAt) > configuration.timeoutSeconds + 5 { continue }
-            if let refusal = send(delivery, now: now, on: transport) {
+        while let next = held.nextToStart() {
+            // A stream's lease is kept by every round while it holds anything; a row's is not.
+            if next.delivery.rowID != nil, now.timeIntervalSince(next.queuedAt) > configuration.timeoutSeconds + 5 {
+                continue
+            }
+            if let refusal = send(next.delivery, tag: next.tag, now: now, on: transport) {
                 // Written with the next round's outcomes.
-                answered.append(complete(delivery, refusal, at: now))
+                held.finishUnsent(next)
+                answered.append(complete(next.delivery, refusal, at: now))
             } else {
-                held.started(delivery)
+                held.started(next)
             }
         }
     }
@@ -198,20 +208,24 @@ public final class WebhookDispatcher: Sendable {
     ) -> Date? {
         let written = answered
         answered.removeAll(keepingCapacity: true)
+        let progress = held.streamProgress
         do {
-            let claimed = try store.exchangeWebhookDeliveries(
+            let claim = try store.exchangeWebhookDeliveries(
                 written, owner: owner, now: now, lease: lease, limit: room, perEndpoint: held.perEndpointCapacity,
-                inFlight: held.byEndpoint)
+                inFlight: held.byEndpoint, streams: progress)
             report(written)
-            for delivery in claimed { held.queue(delivery, at: now) }
+            held.recorded(progress)
+            held.queue(claim, at: now)
             startQueued(&held, &answered, now: now, on: transport)
             guard room > 0 else { return nil }
-            return claimed.isEmpty ? now.addingTimeInterval(configuration.pollInterval) : now
+            return claim.deliveries.isEmpty ? now.addingTimeInterval(configuration.pollInterval) : now
         } catch {
-            // The outcomes are lost with the transaction: their leases run out and they are sent
-            // again, so a receiver may see one twice, never none.
+            // The outcomes of rows are lost with the transaction: their leases run out and they are
+            // sent again, so a receiver may see one twice, never none. A stream's are written with
+            // the next round, before its cursor can move past them.
             logger.error("webhook.round_failed", ["error": .string("\(error)")])
-            report(written)
+            report(written.filter { $0.delivery.rowID != nil })
+            answered += written.filter { $0.delivery.rowID == nil }
             return room > 0 ? now.addingTimeInterval(configuration.pollInterval) : nil
         }
     }
@@ -219,7 +233,9 @@ public final class WebhookDispatcher: Sendable {
     /// Signs and starts one attempt.
     /// - Returns: `nil` once started; else why it could not start, an answer like any other (a
     ///   secret the sealing key cannot open, a URL libcurl refuses), so the delivery is retried and logged.
-    private func send(_ delivery: WebhookDelivery, now: Date, on transport: WebhookTransport) -> WebhookAnswer? {
+    private func send(_ delivery: WebhookDelivery, tag: Int64, now: Date, on transport: WebhookTransport)
+        -> WebhookAnswer?
+    {
         do {
             var secrets = [
                 try WebhookSecret.open(delivery.secretSealed, with: sealingKey, endpointID: delivery.endpointID)
@@ -229,7 +245,7 @@ public final class WebhookDispatcher: Sendable {
             }
             let headers = WebhookSignature.headers(
                 id: delivery.eventID, attemptedAt: now, body: delivery.body, secrets: secrets)
-            try transport.start(tag: delivery.id, url: delivery.url, headers: headers, body: delivery.body)
+            try transport.start(tag: tag, url: delivery.url, headers: headers, body: delivery.body)
             return nil
         } catch {
             logger.error(
@@ -303,13 +319,36 @@ public final class WebhookDispatcher: Sendable {
 /// `maximumInFlight` in all, and as many again claimed ahead, each waiting in its endpoint's queue for
 /// a slot. Without the queue a slot freed by an answer stayed empty until the next round, which held
 /// one endpoint to `perEndpoint` attempts a round (1,600 a second at 32 and 20 ms).
+///
+/// It also keeps, for each endpoint's stream it reads, how far it read and how far every event is
+/// finished: answers come back in any order, and the cursor written moves only past a run of
+/// finished events, so that a stop or a crash sends again what was not finished, never skips it.
 struct HeldDeliveries {
+    /// A delivery held here, with the tag its transfer is known by.
+    struct Held {
+        let tag: Int64
+        let delivery: WebhookDelivery
+        let queuedAt: Date
+    }
+
+    /// What is held of one endpoint's stream.
+    struct Stream {
+        var readThrough: WebhookEventPosition
+        /// The held deliveries of the stream, in order, and whether each is finished.
+        var held: [(position: WebhookEventPosition, finished: Bool)] = []
+        var finishedThrough: WebhookEventPosition?
+        /// The cursor last written.
+        var written: WebhookEventPosition?
+    }
+
     let perEndpoint: Int
     let maximumInFlight: Int
-    private(set) var inFlight: [Int64: WebhookDelivery] = [:]
+    private(set) var inFlight: [Int64: Held] = [:]
     private var inFlightByEndpoint: [String: Int] = [:]
-    private var queued: [String: [(delivery: WebhookDelivery, queuedAt: Date)]] = [:]
+    private var queued: [String: [Held]] = [:]
     private var queuedCount = 0
+    private var nextTag: Int64 = 1
+    private(set) var streams: [String: Stream] = [:]
 
     init(perEndpoint: Int, maximumInFlight: Int) {
         self.perEndpoint = perEndpoint
@@ -329,38 +368,108 @@ struct HeldDeliveries {
         return counts
     }
 
-    mutating func queue(_ delivery: WebhookDelivery, at now: Date) {
-        queued[delivery.endpointID, default: []].append((delivery, now))
-        queuedCount += 1
+    /// What a round writes of the streams: those whose cursor moved on or that still hold deliveries.
+    var streamProgress: [String: WebhookStreamProgress] {
+        var progress: [String: WebhookStreamProgress] = [:]
+        for (endpointID, stream) in streams where stream.finishedThrough != stream.written || !stream.held.isEmpty {
+            progress[endpointID] = WebhookStreamProgress(
+                readThrough: stream.readThrough, finishedThrough: stream.finishedThrough,
+                holding: !stream.held.isEmpty)
+        }
+        return progress
+    }
+
+    /// The round wrote `progress`: a stream with nothing held whose cursor is written is let go (the
+    /// next claim reads after its cursor, which is where it got to).
+    mutating func recorded(_ progress: [String: WebhookStreamProgress]) {
+        for (endpointID, written) in progress {
+            streams[endpointID]?.written = written.finishedThrough
+            if let stream = streams[endpointID], stream.held.isEmpty, stream.written == stream.readThrough {
+                streams[endpointID] = nil
+            }
+        }
+    }
+
+    mutating func queue(_ claim: WebhookClaim, at now: Date) {
+        for (endpointID, readThrough) in claim.readThrough {
+            streams[endpointID, default: Stream(readThrough: readThrough)].readThrough = readThrough
+        }
+        for delivery in claim.deliveries {
+            if let position = delivery.position {
+                streams[delivery.endpointID]?.held.append((position, false))
+            }
+            queued[delivery.endpointID, default: []].append(Held(tag: nextTag, delivery: delivery, queuedAt: now))
+            nextTag += 1
+            queuedCount += 1
+        }
+        // A stream read past events its endpoint does not want, with nothing else held, is finished.
+        for endpointID in claim.readThrough.keys { settle(endpointID) }
     }
 
     /// The longest-waiting queued delivery of an endpoint with a free slot, taken off its queue.
-    mutating func nextToStart() -> (WebhookDelivery, Date)? {
+    mutating func nextToStart() -> Held? {
         guard inFlight.count < maximumInFlight,
             let endpointID = queued.keys.first(where: { inFlightByEndpoint[$0, default: 0] < perEndpoint }),
             let first = queued[endpointID]?.first
         else { return nil }
         if queued[endpointID]?.count == 1 { queued[endpointID] = nil } else { queued[endpointID]?.removeFirst() }
         queuedCount -= 1
-        return (first.delivery, first.queuedAt)
+        return first
     }
 
-    mutating func started(_ delivery: WebhookDelivery) {
-        inFlight[delivery.id] = delivery
-        inFlightByEndpoint[delivery.endpointID, default: 0] += 1
+    mutating func started(_ held: Held) {
+        inFlight[held.tag] = held
+        inFlightByEndpoint[held.delivery.endpointID, default: 0] += 1
     }
 
-    /// The attempt tagged `id` ended; its delivery, if it was in flight here.
-    mutating func finish(_ id: Int64) -> WebhookDelivery? {
-        guard let delivery = inFlight.removeValue(forKey: id) else { return nil }
+    /// The attempt tagged `tag` ended; its delivery, if it was in flight here.
+    mutating func finish(tag: Int64) -> WebhookDelivery? {
+        guard let held = inFlight.removeValue(forKey: tag) else { return nil }
+        let delivery = held.delivery
         let remaining = inFlightByEndpoint[delivery.endpointID, default: 1] - 1
         inFlightByEndpoint[delivery.endpointID] = remaining > 0 ? remaining : nil
+        markFinished(delivery)
         return delivery
     }
 
-    /// Lets go of an endpoint's queued deliveries: their leases run out and they are claimed again.
+    /// A delivery taken off its queue that could not start: its outcome is written like an answer's.
+    mutating func finishUnsent(_ held: Held) { markFinished(held.delivery) }
+
+    /// Lets go of an endpoint's queued deliveries: rows' leases run out and they are claimed again;
+    /// a stream is read again after what is still in flight.
     mutating func dropQueued(endpointID: String) {
-        queuedCount -= queued.removeValue(forKey: endpointID)?.count ?? 0
+        let dropped = queued.removeValue(forKey: endpointID) ?? []
+        queuedCount -= dropped.count
+        guard var stream = streams[endpointID] else { return }
+        let droppedPositions = Set(dropped.compactMap(\.delivery.position))
+        stream.held.removeAll { droppedPositions.contains($0.position) }
+        if let last = stream.held.last?.position ?? stream.finishedThrough {
+            stream.readThrough = last
+            streams[endpointID] = stream
+            settle(endpointID)
+        } else {
+            // Nothing of it finished or held: the next claim reads after the cursor.
+            streams[endpointID] = nil
+        }
+    }
+
+    private mutating func markFinished(_ delivery: WebhookDelivery) {
+        guard let position = delivery.position,
+            let index = streams[delivery.endpointID]?.held.firstIndex(where: { $0.position == position })
+        else { return }
+        streams[delivery.endpointID]?.held[index].finished = true
+        settle(delivery.endpointID)
+    }
+
+    /// Moves a stream's cursor past its run of finished deliveries (to what was read, once none is held).
+    private mutating func settle(_ endpointID: String) {
+        guard var stream = streams[endpointID] else { return }
+        while let first = stream.held.first, first.finished {
+            stream.finishedThrough = first.position
+            stream.held.removeFirst()
+        }
+        if stream.held.isEmpty { stream.finishedThrough = stream.readThrough }
+        streams[endpointID] = stream
     }
 }
 

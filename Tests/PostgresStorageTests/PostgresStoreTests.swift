@@ -24,6 +24,43 @@ struct PostgresStoreTests {
         #expect(throws: Failure.self) { try first.exclusively("retention") { throw Failure() } }
         #expect(try second.exclusively("retention") { "ran" } == "ran", "released after a failure")
     }
+
+    /// Nodes write events beside each other, so an event can commit after one numbered later. An
+    /// endpoint's stream reads neither while the older transaction runs, then both, in order: the
+    /// earlier event is never passed over by a cursor already beyond it.
+    @Test func aStreamWaitsForTheTransactionsBeforeItsEvents() throws {
+        let place = NSTemporaryDirectory() + "stream-order-" + UUID().uuidString
+        let store = try TestStore.postgres(place)
+        try store.createWebhookEndpoint(
+            WebhookEndpointRecord(
+                id: "ep-1", merchantID: "m-1", url: "https://hooks.example.com/ep-1", description: "", eventTypes: [],
+                enabled: true, secretSealed: [1], now: Date()))
+        func insert(_ id: String, on connection: PostgresConnection) throws {
+            try connection.query(
+                """
+                INSERT INTO webhook_events (id, merchant_id, type, created_at, body)
+                VALUES ($1, 'm-1', 'order.status_changed', 0, decode('7b7d', 'hex'))
+                """, [.text(id)])
+        }
+        let url = try TestStore.postgresURL(place)
+        let (slow, fast) = (try PostgresConnection.connect(url: url), try PostgresConnection.connect(url: url))
+        try slow.execute("BEGIN")
+        try insert("msg_slow", on: slow)
+        try insert("msg_fast", on: fast)  // committed at once, after the slow one took its number
+        func claim() throws -> WebhookClaim {
+            try store.claimWebhookDeliveries(
+                owner: "n-1", now: Date(), lease: 30, limit: 10, perEndpoint: 10, inFlight: [:], streams: [:])
+        }
+        #expect(try claim().deliveries.isEmpty, "read while a transaction before it still runs")
+        try slow.execute("COMMIT")
+        var read: [String] = []
+        let deadline = Date().addingTimeInterval(30)
+        while read.isEmpty, Date() < deadline {
+            read = try claim().deliveries.map(\.eventID)
+            if read.isEmpty { usleep(20_000) }
+        }
+        #expect(read == ["msg_slow", "msg_fast"])
+    }
 }
 
 @Suite("PostgreSQL store: a restarted server", .serialized, .heavy)

@@ -10,9 +10,9 @@ struct MigrationTests {
         let directory = try TemporaryDirectory()
         let configuration = StorageConfiguration(dataDirectory: directory.path)
         let bundled = try Migrator.bundled()
-        #expect(bundled.map(\.version) == Array(1...11))
+        #expect(bundled.map(\.version) == Array(1...12))
         let connection = try SQLiteConnection.open(configuration)
-        #expect(try Migrator.migrate(connection, bundled) == Array(1...11))
+        #expect(try Migrator.migrate(connection, bundled) == Array(1...12))
         #expect(try Migrator.migrate(connection, bundled) == [])
         let tables = try connection.cached("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
             .rows([]) { try $0.text("name") }
@@ -91,6 +91,46 @@ struct MigrationTests {
             "\(try $0.text("id"))=\(try $0.optionalText("merchant_id") ?? "none")"
         }
         #expect(bound == ["k-1=m-1", "k-2=none", "k-3=none", "k-4=m-1"])
+    }
+
+    /// Webhooks read from streams (version 12): what was queued as rows before is sent from its rows,
+    /// once, and the endpoint's stream starts after every event already there.
+    @Test func queuedWebhooksSurviveTheMoveToStreams() throws {
+        let directory = try TemporaryDirectory()
+        let connection = try SQLiteConnection.open(StorageConfiguration(dataDirectory: directory.path))
+        try Migrator.migrate(connection, try Migrator.bundled().filter { $0.version < 12 })
+        try connection.cached(
+            """
+            INSERT INTO webhook_endpoints (id, merchant_id, url, secret_sealed, created_at, updated_at)
+            VALUES ('ep-1', 'm-1', 'https://hooks.example.com', x'01', 0, 0)
+            """
+        ).run()
+        for (event, state) in [("msg_old_1", "delivered"), ("msg_old_2", "pending")] {
+            try connection.cached(
+                """
+                INSERT INTO webhook_events (id, merchant_id, type, created_at, body)
+                VALUES (?, 'm-1', 'order.status_changed', 0, x'7b7d')
+                """
+            ).run([.text(event)])
+            try connection.cached(
+                """
+                INSERT INTO webhook_deliveries (endpoint_id, event_id, state, due_at, created_at, updated_at)
+                VALUES ('ep-1', ?, ?, 0, 0, 0)
+                """
+            ).run([.text(event), .text(state)])
+        }
+        let store = try StoreFixtures.database(directory)
+        func claim() throws -> [WebhookDelivery] {
+            try store.claimWebhookDeliveries(
+                owner: "n", now: StoreFixtures.t0, lease: 30, limit: 10, perEndpoint: 10, inFlight: [:], streams: [:]
+            ).deliveries
+        }
+        let queued = try claim()
+        #expect(queued.map(\.eventID) == ["msg_old_2"] && queued.first?.rowID != nil)
+        #expect(try store.webhookQueueCounts(endpointID: "ep-1").delivered == 1)
+        _ = try StoreFixtures.seed(store)  // order.status_changed and activity.started, from the stream
+        let new = try claim()
+        #expect(new.count == 2 && new.allSatisfy { $0.position != nil && !$0.eventID.hasPrefix("msg_old") })
     }
 
     /// A migration that fails leaves neither its changes nor its record behind.

@@ -14,6 +14,7 @@ struct SQLiteToPostgresTests {
         let directory = try TemporaryDirectory()
         let sqlite = try StoreFixtures.database(directory)
         let t = StoreFixtures.t0
+        try sqlite.createWebhookEndpoint(WebhookStoreTests.endpoint("ep-1"))
         for id in ["o-1", "o-2", "o-3"] { _ = try StoreFixtures.seed(sqlite, id: id, activities: 2) }
         _ = try StoreFixtures.setStatus(sqlite, "o-1", .preparing)
         _ = try StoreFixtures.setStatus(sqlite, "o-2", .cancelled)
@@ -53,6 +54,23 @@ struct SQLiteToPostgresTests {
         let stored = try StoreFixtures.setStatus(postgres, "o-3", .preparing)
         let copiedEvents = try ["o-1", "o-2", "o-3"].flatMap { try sqlite.events(orderID: $0) }.count
         #expect((stored.eventID ?? 0) > Int64(copiedEvents))
+        // The endpoint's stream holds the copied webhook events, then the new one.
+        let copiedWebhookEvents = Set(try sqlite.webhookEvents(merchantID: "m-1", limit: 500).map(\.id))
+        let made = try postgres.webhookEvents(merchantID: "m-1", limit: 500).map(\.id).filter {
+            !copiedWebhookEvents.contains($0)
+        }
+        #expect(made.count == 1)
+        var stream: [String] = []
+        let deadline = Date().addingTimeInterval(30)  // until the other suites' older transactions end
+        while stream.count <= copiedWebhookEvents.count, Date() < deadline {
+            stream = try postgres.claimWebhookDeliveries(
+                owner: "n", now: t.addingTimeInterval(60), lease: 30, limit: 500, perEndpoint: 500, inFlight: [:],
+                streams: [:]
+            ).deliveries.map(\.eventID)
+            if stream.count <= copiedWebhookEvents.count { usleep(20_000) }
+        }
+        #expect(Set(stream.dropLast()) == copiedWebhookEvents && stream.count == copiedWebhookEvents.count + 1)
+        #expect(stream.last == made.first)
 
         #expect(throws: StorageError.self) { try SQLiteToPostgres.copy(dataDirectory: directory.path, to: url) }
     }

@@ -36,11 +36,21 @@ package struct SQLDialect: Sendable {
     /// A statement that takes a lock named by its one text parameter until the transaction ends, for
     /// a rule over rows that have no row of their own to lock; `nil` where writes never overlap.
     package let lockingKey: String?
+    /// Whether the engine places a webhook event in its stream itself (PostgreSQL: the writing
+    /// transaction's id and a sequence, as column defaults); SQLite's store numbers a merchant's
+    /// events after its last.
+    package let placesWebhookEvents: Bool
+    /// Appended to a read of `webhook_events AS ev` past a cursor: only events before which no event
+    /// can still commit. SQLite commits in order and needs none; on PostgreSQL, the events of
+    /// transactions older than every transaction still running.
+    package let settledWebhookEvents: String
 
-    package static let sqlite = SQLDialect(lockingRows: "", skippingLockedRows: "", lockingKey: nil)
+    package static let sqlite = SQLDialect(
+        lockingRows: "", skippingLockedRows: "", lockingKey: nil, placesWebhookEvents: false, settledWebhookEvents: "")
     package static let postgres = SQLDialect(
         lockingRows: " FOR UPDATE", skippingLockedRows: " FOR UPDATE SKIP LOCKED",
-        lockingKey: "SELECT pg_advisory_xact_lock(hashtextextended(?, 0)) AS locked")
+        lockingKey: "SELECT pg_advisory_xact_lock(hashtextextended(?, 0)) AS locked", placesWebhookEvents: true,
+        settledWebhookEvents: " AND ev.txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
 }
 
 extension SQLStatement {

@@ -36,6 +36,9 @@ extension SQLStore {
                 """
                 DELETE FROM webhook_events WHERE created_at < ?
                   AND NOT EXISTS (SELECT 1 FROM webhook_deliveries AS d WHERE d.event_id = webhook_events.id)
+                  AND NOT EXISTS (SELECT 1 FROM webhook_endpoints AS e
+                    WHERE e.merchant_id = webhook_events.merchant_id AND e.enabled = 1
+                      AND (webhook_events.txid, webhook_events.seq) > (e.cursor_txid, e.cursor_seq))
                 """
             ).run([webhookCutoff])
             report.webhookEvents = connection.changes

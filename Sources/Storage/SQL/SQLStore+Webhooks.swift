@@ -12,6 +12,8 @@ extension SQLStore {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
             ).run(StoreSQL.encode(endpoint))
+            // A new endpoint is told what happens from now on; what came before is there to replay.
+            try StoreSQL.moveCursorToNewest(endpointID: endpoint.id, merchantID: endpoint.merchantID, connection)
         }
     }
 
@@ -37,6 +39,8 @@ extension SQLStore {
     @discardableResult
     public func updateWebhookEndpoint(_ endpoint: WebhookEndpointRecord) throws(StorageError) -> Bool {
         try writeSQL { connection in
+            let wasEnabled = try connection.cached("SELECT enabled FROM webhook_endpoints WHERE id = ?")
+                .firstRow([.text(endpoint.id)]) { try $0.int("enabled") != 0 }
             try connection.cached(
                 """
                 UPDATE webhook_endpoints SET id = ?, merchant_id = ?, url = ?, description = ?, event_types = ?,
@@ -46,7 +50,13 @@ extension SQLStore {
                 WHERE id = ?
                 """
             ).run(StoreSQL.encode(endpoint) + [.text(endpoint.id)])
-            return connection.changes > 0
+            guard connection.changes > 0 else { return false }
+            // Enabled again: like a new endpoint, from now on (a disabled one was sent nothing, and
+            // the gap is there to replay).
+            if wasEnabled == false, endpoint.enabled {
+                try StoreSQL.moveCursorToNewest(endpointID: endpoint.id, merchantID: endpoint.merchantID, connection)
+            }
+            return true
         }
     }
 
@@ -68,18 +78,18 @@ extension SQLStore {
                 let endpoint = try connection.cached("SELECT * FROM webhook_endpoints WHERE id = ?")
                     .firstRow([.text(endpointID)], StoreSQL.decodeEndpoint)
             else { return WebhookReplayOutcome(queued: 0, resumeAt: nil) }
-            var events: [(id: String, type: String, createdAt: Int64)]
+            var events: [StoreSQL.ReplayedEvent]
             var resumeAt: Date?
             switch replay {
             case .event(let id):
                 events = try connection.cached(
-                    "SELECT id, type, created_at FROM webhook_events WHERE id = ? AND merchant_id = ?"
+                    "SELECT id, type, created_at, txid, seq FROM webhook_events WHERE id = ? AND merchant_id = ?"
                 ).rows([.text(id), .text(endpoint.merchantID)], StoreSQL.decodeReplayed)
             case .range(let from, let to):
                 // One more than the limit: whether the range goes on, and from when.
                 events = try connection.cached(
                     """
-                    SELECT id, type, created_at FROM webhook_events
+                    SELECT id, type, created_at, txid, seq FROM webhook_events
                     WHERE merchant_id = ? AND created_at >= ? AND created_at <= ?
                     ORDER BY created_at, id LIMIT ?
                     """
@@ -94,7 +104,7 @@ extension SQLStore {
                     events.removeLast()
                     events += try connection.cached(
                         """
-                        SELECT id, type, created_at FROM webhook_events
+                        SELECT id, type, created_at, txid, seq FROM webhook_events
                         WHERE merchant_id = ? AND created_at = ? AND id > ? ORDER BY id
                         """
                     ).rows(
@@ -102,9 +112,12 @@ extension SQLStore {
                     resumeAt = Date(storageMilliseconds: last.createdAt + 1)
                 }
             }
+            let cursor = try StoreSQL.cursor(endpointID: endpointID, connection)
             var queued = 0
             for event in events {
                 guard let type = WebhookEventType(rawValue: event.type), endpoint.wants(type) else { continue }
+                // Not read from the stream yet: it is on its way already.
+                guard event.position <= cursor else { continue }
                 // One open delivery of an event to an endpoint at a time: a replay of one still queued is a no-op.
                 let open =
                     try connection.cached(
@@ -122,10 +135,12 @@ extension SQLStore {
     }
 
     public func claimWebhookDeliveries(
-        owner: String, now: Date, lease: TimeInterval, limit: Int, perEndpoint: Int, inFlight: [String: Int]
-    ) throws(StorageError) -> [WebhookDelivery] {
+        owner: String, now: Date, lease: TimeInterval, limit: Int, perEndpoint: Int, inFlight: [String: Int],
+        streams: [String: WebhookStreamProgress]
+    ) throws(StorageError) -> WebhookClaim {
         try exchangeWebhookDeliveries(
-            [], owner: owner, now: now, lease: lease, limit: limit, perEndpoint: perEndpoint, inFlight: inFlight)
+            [], owner: owner, now: now, lease: lease, limit: limit, perEndpoint: perEndpoint, inFlight: inFlight,
+            streams: streams)
     }
 
     public func completeWebhookDeliveries(_ completions: [WebhookCompletion], now: Date) throws(StorageError) {
@@ -135,8 +150,8 @@ extension SQLStore {
 
     public func exchangeWebhookDeliveries(
         _ completions: [WebhookCompletion], owner: String, now: Date, lease: TimeInterval, limit: Int,
-        perEndpoint: Int, inFlight: [String: Int]
-    ) throws(StorageError) -> [WebhookDelivery] {
+        perEndpoint: Int, inFlight: [String: Int], streams: [String: WebhookStreamProgress]
+    ) throws(StorageError) -> WebhookClaim {
         let millis = now.storageMilliseconds
         // Polled every second on every node: an idle queue is seen with a read, so it costs no commit
         // (no fsync on SQLite, no write-ahead log record on PostgreSQL).
@@ -147,69 +162,37 @@ extension SQLStore {
                     """
                     SELECT CASE WHEN EXISTS (SELECT 1 FROM webhook_deliveries WHERE state = 'pending' AND due_at <= ?)
                         OR EXISTS (SELECT 1 FROM webhook_deliveries WHERE state = 'sending' AND lease_until < ?)
+                        OR EXISTS (SELECT 1 \(StoreSQL.readableStreams(connection.dialect)))
                         THEN 1 ELSE 0 END AS due
                     """
-                ).firstRow([.integer(millis), .integer(millis)]) { try $0.int("due") == 1 } ?? false
+                ).firstRow([.integer(millis), .integer(millis), .integer(millis), .text(owner), .integer(millis)]) {
+                    try $0.int("due") == 1
+                } ?? false
             }
         }
-        guard hasWork || !completions.isEmpty else { return [] }
+        guard hasWork || !completions.isEmpty || !streams.isEmpty else { return WebhookClaim() }
         return try writeSQL { connection in
             try StoreSQL.complete(completions, now: now, connection)
-            guard hasWork else { return [] }
-            // Leases of a node that stopped mid-attempt run out: their deliveries are due again.
+            let leaseUntil = now.addingTimeInterval(lease).storageMilliseconds
+            try StoreSQL.record(streams, owner: owner, leaseUntil: leaseUntil, connection)
+            guard hasWork else { return WebhookClaim() }
+            var held = inFlight
+            var claim = WebhookClaim()
+            claim.deliveries = try StoreSQL.claimRows(
+                owner: owner, now: now, leaseUntil: leaseUntil, limit: limit, perEndpoint: perEndpoint, held: &held,
+                connection)
+            try StoreSQL.claimStreams(
+                owner: owner, now: now, leaseUntil: leaseUntil, limit: limit - claim.deliveries.count,
+                perEndpoint: perEndpoint, held: held, streams: streams, into: &claim, connection)
+            return claim
+        }
+    }
+
+    public func releaseWebhookStreams(owner: String) throws(StorageError) {
+        try writeSQL { connection in
             try connection.cached(
-                """
-                UPDATE webhook_deliveries SET state = 'pending', lease_owner = NULL, lease_until = NULL
-                WHERE state = 'sending' AND lease_until < ?
-                """
-            ).run([.integer(millis)])
-            // More candidates than asked for: those of endpoints at their cap are passed over. No row
-            // locks: the conditional update below is what gives each delivery to one node.
-            let candidates = try connection.cached(
-                """
-                SELECT d.id, d.endpoint_id FROM webhook_deliveries AS d
-                JOIN webhook_endpoints AS e ON e.id = d.endpoint_id
-                WHERE d.state = 'pending' AND d.due_at <= ? AND e.enabled = 1
-                  AND (e.paused_until IS NULL OR e.paused_until <= ?)
-                ORDER BY d.due_at, d.id LIMIT ?
-                """
-            ).rows([.integer(millis), .integer(millis), .integer(Int64(limit * 4))]) {
-                (id: try $0.int("id"), endpoint: try $0.text("endpoint_id"))
-            }
-            var perEndpointCount: [String: Int] = [:]
-            var chosen: [Int64] = []
-            for candidate in candidates where chosen.count < limit {
-                let count = perEndpointCount[candidate.endpoint, default: inFlight[candidate.endpoint] ?? 0]
-                guard count < perEndpoint else { continue }
-                perEndpointCount[candidate.endpoint] = count + 1
-                chosen.append(candidate.id)
-            }
-            var claimed: [WebhookDelivery] = []
-            for id in chosen {
-                try connection.cached(
-                    """
-                    UPDATE webhook_deliveries SET state = 'sending', lease_owner = ?, lease_until = ?, updated_at = ?
-                    WHERE id = ? AND state = 'pending'
-                    """
-                ).run([
-                    .text(owner), .integer(now.addingTimeInterval(lease).storageMilliseconds), .integer(millis),
-                    .integer(id),
-                ])
-                guard connection.changes == 1 else { continue }
-                if let delivery = try connection.cached(
-                    """
-                    SELECT d.id, d.endpoint_id, d.event_id, d.attempts, ev.created_at AS event_created_at, ev.body, e.url,
-                        e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at, e.failing_since
-                    FROM webhook_deliveries AS d
-                    JOIN webhook_endpoints AS e ON e.id = d.endpoint_id
-                    JOIN webhook_events AS ev ON ev.id = d.event_id
-                    WHERE d.id = ?
-                    """
-                ).firstRow([.integer(id)], { try StoreSQL.decodeDelivery($0, now: now) }) {
-                    claimed.append(delivery)
-                }
-            }
-            return claimed
+                "UPDATE webhook_endpoints SET stream_owner = NULL, stream_lease_until = NULL WHERE stream_owner = ?"
+            ).run([.text(owner)])
         }
     }
 
@@ -265,9 +248,46 @@ extension SQLStore {
                     counts.pending = count
                     counts.oldestPendingDue = oldest.map(Date.init(storageMilliseconds:))
                 case "sending": counts.sending = count
-                case "delivered": counts.delivered = count
+                case "delivered": break  // a retry's row; every delivery is counted on its endpoint below
                 default: counts.failed = count
                 }
+            }
+            // The events of enabled endpoints' streams not finished yet (read or not), of the types
+            // each wants, are pending too.
+            // Past the cursor as two ranges of the stream's index (see `readableStreams`).
+            let unreadSQL = """
+                SELECT count(*) AS n, min(created_at) AS oldest FROM (
+                    SELECT ev.created_at, e.id AS endpoint_id FROM webhook_endpoints AS e
+                    JOIN webhook_events AS ev ON ev.merchant_id = e.merchant_id
+                      AND ev.txid = e.cursor_txid AND ev.seq > e.cursor_seq
+                    WHERE e.enabled = 1
+                      AND (e.event_types = '' OR (' ' || e.event_types || ' ') LIKE ('% ' || ev.type || ' %'))
+                    UNION ALL
+                    SELECT ev.created_at, e.id AS endpoint_id FROM webhook_endpoints AS e
+                    JOIN webhook_events AS ev ON ev.merchant_id = e.merchant_id AND ev.txid > e.cursor_txid
+                    WHERE e.enabled = 1
+                      AND (e.event_types = '' OR (' ' || e.event_types || ' ') LIKE ('% ' || ev.type || ' %'))
+                ) AS unread
+                """
+            let decodeUnread = { (row: any DatabaseRow) throws -> (count: Int, oldest: Int64?) in
+                (count: Int(try row.int("n")), oldest: try row.optionalInt("oldest"))
+            }
+            let unread =
+                if let endpointID {
+                    try connection.cached(unreadSQL + " WHERE endpoint_id = ?").firstRow(
+                        [.text(endpointID)], decodeUnread)
+                } else {
+                    try connection.cached(unreadSQL).firstRow(decodeUnread)
+                }
+            if let unread, unread.count > 0 {
+                counts.pending += unread.count
+                let oldest = unread.oldest.map(Date.init(storageMilliseconds:))
+                counts.oldestPendingDue = [counts.oldestPendingDue, oldest].compactMap { $0 }.min()
+            }
+            if let endpointID {
+                counts.delivered =
+                    try connection.cached("SELECT delivered_count FROM webhook_endpoints WHERE id = ?")
+                    .firstRow([.text(endpointID)]) { Int(try $0.int("delivered_count")) } ?? 0
             }
             return counts
         }
@@ -287,12 +307,231 @@ extension SQLStore {
 }
 
 extension StoreSQL {
+    /// `FROM … WHERE …` of the endpoints whose stream a sender (`?` 2) may read now (`?` 1 and 3)
+    /// and that have events past their cursor, as `e`. "Past the cursor" is written as two ranges of
+    /// the stream's index: as one row-value comparison against another table's columns SQLite
+    /// searched only by `txid`, which is always 0 there, and so read every event of the merchant.
+    static func readableStreams(_ dialect: SQLDialect) -> String {
+        """
+        FROM webhook_endpoints AS e
+        WHERE e.enabled = 1 AND (e.paused_until IS NULL OR e.paused_until <= ?)
+          AND (e.stream_owner IS NULL OR e.stream_owner = ? OR e.stream_lease_until < ?)
+          AND (EXISTS (SELECT 1 FROM webhook_events AS ev WHERE ev.merchant_id = e.merchant_id
+              AND ev.txid = e.cursor_txid AND ev.seq > e.cursor_seq\(dialect.settledWebhookEvents))
+            OR EXISTS (SELECT 1 FROM webhook_events AS ev WHERE ev.merchant_id = e.merchant_id
+              AND ev.txid > e.cursor_txid\(dialect.settledWebhookEvents)))
+        """
+    }
+
+    /// Writes how far a sender got with its streams: the cursors that moved on (never back: an
+    /// endpoint enabled again starts after them), and the leases of the streams still held.
+    static func record(
+        _ streams: [String: WebhookStreamProgress], owner: String, leaseUntil: Int64, _ connection: any SQLSession
+    ) throws {
+        for (endpointID, progress) in streams.sorted(by: { $0.key < $1.key }) {
+            if let cursor = progress.finishedThrough {
+                try connection.cached(
+                    """
+                    UPDATE webhook_endpoints SET cursor_txid = ?, cursor_seq = ?
+                    WHERE id = ? AND stream_owner = ? AND (cursor_txid, cursor_seq) < (?, ?)
+                    """
+                ).run([
+                    .integer(cursor.transaction), .integer(cursor.sequence), .text(endpointID), .text(owner),
+                    .integer(cursor.transaction), .integer(cursor.sequence),
+                ])
+            }
+            if progress.holding {
+                try connection.cached(
+                    "UPDATE webhook_endpoints SET stream_lease_until = ? WHERE id = ? AND stream_owner = ?"
+                ).run([.integer(leaseUntil), .text(endpointID), .text(owner)])
+            }
+        }
+    }
+
+    /// Leases up to `limit` due outbox rows (retries and replays) of enabled, unpaused endpoints, at
+    /// most `perEndpoint` held by endpoint, counted in `held`.
+    static func claimRows(
+        owner: String, now: Date, leaseUntil: Int64, limit: Int, perEndpoint: Int, held: inout [String: Int],
+        _ connection: any SQLSession
+    ) throws -> [WebhookDelivery] {
+        let millis = now.storageMilliseconds
+        // Leases of a node that stopped mid-attempt run out: their deliveries are due again.
+        try connection.cached(
+            """
+            UPDATE webhook_deliveries SET state = 'pending', lease_owner = NULL, lease_until = NULL
+            WHERE state = 'sending' AND lease_until < ?
+            """
+        ).run([.integer(millis)])
+        // More candidates than asked for: those of endpoints at their cap are passed over. No row
+        // locks: the conditional update below is what gives each delivery to one node.
+        let candidates = try connection.cached(
+            """
+            SELECT d.id, d.endpoint_id FROM webhook_deliveries AS d
+            JOIN webhook_endpoints AS e ON e.id = d.endpoint_id
+            WHERE d.state = 'pending' AND d.due_at <= ? AND e.enabled = 1
+              AND (e.paused_until IS NULL OR e.paused_until <= ?)
+            ORDER BY d.due_at, d.id LIMIT ?
+            """
+        ).rows([.integer(millis), .integer(millis), .integer(Int64(limit * 4))]) {
+            (id: try $0.int("id"), endpoint: try $0.text("endpoint_id"))
+        }
+        var chosen: [Int64] = []
+        for candidate in candidates where chosen.count < limit {
+            let count = held[candidate.endpoint, default: 0]
+            guard count < perEndpoint else { continue }
+            held[candidate.endpoint] = count + 1
+            chosen.append(candidate.id)
+        }
+        var claimed: [WebhookDelivery] = []
+        for id in chosen {
+            try connection.cached(
+                """
+                UPDATE webhook_deliveries SET state = 'sending', lease_owner = ?, lease_until = ?, updated_at = ?
+                WHERE id = ? AND state = 'pending'
+                """
+            ).run([.text(owner), .integer(leaseUntil), .integer(millis), .integer(id)])
+            guard connection.changes == 1 else { continue }
+            if let delivery = try connection.cached(
+                """
+                SELECT d.id, d.endpoint_id, d.event_id, d.attempts, ev.created_at AS event_created_at, ev.body, e.url,
+                    e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at, e.failing_since
+                FROM webhook_deliveries AS d
+                JOIN webhook_endpoints AS e ON e.id = d.endpoint_id
+                JOIN webhook_events AS ev ON ev.id = d.event_id
+                WHERE d.id = ?
+                """
+            ).firstRow([.integer(id)], { try StoreSQL.decodeDelivery($0, now: now) }) {
+                claimed.append(delivery)
+            }
+        }
+        return claimed
+    }
+
+    /// Reads the new events of the endpoints whose stream `owner` holds or can take, up to `limit`
+    /// wanted ones and each endpoint's room, and takes the lease of each stream it read from.
+    /// Events of types an endpoint does not want are read past without a delivery.
+    static func claimStreams(
+        owner: String, now: Date, leaseUntil: Int64, limit: Int, perEndpoint: Int, held: [String: Int],
+        streams: [String: WebhookStreamProgress], into claim: inout WebhookClaim, _ connection: any SQLSession
+    ) throws {
+        guard limit > 0 else { return }
+        let millis = now.storageMilliseconds
+        let endpoints = try connection.cached(
+            """
+            SELECT e.id, e.event_types, e.merchant_id, e.url, e.secret_sealed, e.previous_secret_sealed,
+                e.previous_secret_expires_at, e.failing_since, e.cursor_txid, e.cursor_seq, e.stream_owner
+            \(readableStreams(connection.dialect))
+            ORDER BY e.id
+            """
+        ).rows([.integer(millis), .text(owner), .integer(millis)]) { row in
+            (
+                id: try row.text("id"), merchantID: try row.text("merchant_id"),
+                types: try row.text("event_types").split(separator: " ").map(String.init),
+                cursor: WebhookEventPosition(
+                    transaction: try row.int("cursor_txid"), sequence: try row.int("cursor_seq")),
+                ownedHere: try row.optionalText("stream_owner") == owner,
+                template: try decodeDeliveryEndpoint(row, now: now)
+            )
+        }
+        var room = limit
+        for endpoint in endpoints where room > 0 {
+            let endpointRoom = min(room, perEndpoint - held[endpoint.id, default: 0])
+            guard endpointRoom > 0 else { continue }
+            // Past what this sender read already while it held the stream; else past the cursor
+            // (a stream taken over from a sender that stopped starts again where that one finished).
+            let after = (endpoint.ownedHere ? streams[endpoint.id]?.readThrough : nil) ?? endpoint.cursor
+            // An event with a row already failed here once (a sender that stopped had read past the
+            // cursor, and its failure was written): its row retries it, the stream passes over it.
+            let events = try connection.cached(
+                """
+                SELECT ev.id, ev.type, ev.created_at, ev.body, ev.txid, ev.seq,
+                    CASE WHEN EXISTS (SELECT 1 FROM webhook_deliveries AS d
+                        WHERE d.event_id = ev.id AND d.endpoint_id = ?) THEN 1 ELSE 0 END AS queued
+                FROM webhook_events AS ev
+                WHERE ev.merchant_id = ? AND (ev.txid, ev.seq) > (?, ?)\(connection.dialect.settledWebhookEvents)
+                ORDER BY ev.txid, ev.seq LIMIT ?
+                """
+            ).rows([
+                .text(endpoint.id), .text(endpoint.merchantID), .integer(after.transaction), .integer(after.sequence),
+                .integer(Int64(endpointRoom)),
+            ]) { row in
+                (
+                    id: try row.text("id"), type: try row.text("type"), createdAt: try row.int("created_at"),
+                    body: try row.blob("body"),
+                    position: WebhookEventPosition(transaction: try row.int("txid"), sequence: try row.int("seq")),
+                    queued: try row.int("queued") == 1
+                )
+            }
+            guard let last = events.last else { continue }
+            try connection.cached(
+                "UPDATE webhook_endpoints SET stream_owner = ?, stream_lease_until = ? WHERE id = ?"
+            ).run([.text(owner), .integer(leaseUntil), .text(endpoint.id)])
+            claim.readThrough[endpoint.id] = last.position
+            for event in events
+            where !event.queued && (endpoint.types.isEmpty || endpoint.types.contains(event.type)) {
+                let template = endpoint.template
+                claim.deliveries.append(
+                    WebhookDelivery(
+                        source: .stream(event.position), endpointID: endpoint.id, eventID: event.id,
+                        eventCreatedAt: Date(storageMilliseconds: event.createdAt), attempts: 0, body: event.body,
+                        url: template.url, secretSealed: template.secretSealed,
+                        previousSecretSealed: template.previousSecretSealed, failingSince: template.failingSince))
+                room -= 1
+            }
+        }
+    }
+
+    /// Puts an endpoint's cursor at its merchant's newest event: it is sent what comes after.
+    static func moveCursorToNewest(endpointID: String, merchantID: String, _ connection: any SQLSession) throws {
+        let newest = try connection.cached(
+            "SELECT txid, seq FROM webhook_events WHERE merchant_id = ? ORDER BY txid DESC, seq DESC LIMIT 1"
+        ).firstRow([.text(merchantID)]) {
+            WebhookEventPosition(transaction: try $0.int("txid"), sequence: try $0.int("seq"))
+        }
+        guard let newest else { return }
+        try connection.cached("UPDATE webhook_endpoints SET cursor_txid = ?, cursor_seq = ? WHERE id = ?")
+            .run([.integer(newest.transaction), .integer(newest.sequence), .text(endpointID)])
+    }
+
+    /// An endpoint's cursor: every event up to it is finished for the endpoint.
+    static func cursor(endpointID: String, _ connection: any SQLSession) throws -> WebhookEventPosition {
+        try connection.cached("SELECT cursor_txid, cursor_seq FROM webhook_endpoints WHERE id = ?")
+            .firstRow([.text(endpointID)]) {
+                WebhookEventPosition(transaction: try $0.int("cursor_txid"), sequence: try $0.int("cursor_seq"))
+            } ?? WebhookEventPosition(transaction: 0, sequence: 0)
+    }
+
+    /// What a delivery takes from its endpoint.
+    struct DeliveryEndpoint {
+        let url: String
+        let secretSealed: [UInt8]
+        let previousSecretSealed: [UInt8]?
+        let failingSince: Date?
+    }
+
+    static func decodeDeliveryEndpoint(_ row: any DatabaseRow, now: Date) throws -> DeliveryEndpoint {
+        let previousExpires = try row.optionalInt("previous_secret_expires_at").map(Date.init(storageMilliseconds:))
+        return DeliveryEndpoint(
+            url: try row.text("url"), secretSealed: try row.blob("secret_sealed"),
+            previousSecretSealed: (previousExpires.map { $0 > now } ?? false)
+                ? try row.optionalBlob("previous_secret_sealed") : nil,
+            failingSince: try row.optionalInt("failing_since").map(Date.init(storageMilliseconds:)))
+    }
+
+    /// An event a replay looks at.
+    struct ReplayedEvent {
+        let id: String
+        let type: String
+        let createdAt: Int64
+        let position: WebhookEventPosition
+    }
+
     /// Writes a round of attempts: the log, the deliveries' states and the endpoints' health.
     static func complete(_ completions: [WebhookCompletion], now: Date, _ connection: any SQLSession) throws {
         let millis = now.storageMilliseconds
         // Per endpoint: the first failure after its last delivered attempt of this round, if any.
         var health: [String: Int64] = [:]
-        var delivered: Set<String> = []
+        var delivered: [String: Int] = [:]
         for completion in completions {
             let delivery = completion.delivery
             try connection.cached(
@@ -314,20 +553,44 @@ extension StoreSQL {
                 case .retry(let at): ("pending", at.storageMilliseconds)
                 case .failed: ("failed", millis)
                 }
-            try connection.cached(
-                """
-                UPDATE webhook_deliveries SET state = ?, due_at = ?, attempts = attempts + 1, last_error = ?,
-                    lease_owner = NULL, lease_until = NULL, updated_at = ?
-                WHERE id = ? AND state = 'sending'
-                """
-            ).run([
-                .text(state), .integer(due), completion.error.map(DatabaseValue.text) ?? .null, .integer(millis),
-                .integer(delivery.id),
-            ])
+            switch delivery.source {
+            case .row(let id):
+                try connection.cached(
+                    """
+                    UPDATE webhook_deliveries SET state = ?, due_at = ?, attempts = attempts + 1, last_error = ?,
+                        lease_owner = NULL, lease_until = NULL, updated_at = ?
+                    WHERE id = ? AND state = 'sending'
+                    """
+                ).run([
+                    .text(state), .integer(due), completion.error.map(DatabaseValue.text) ?? .null, .integer(millis),
+                    .integer(id),
+                ])
+            case .stream:
+                // A delivered event leaves nothing behind but its line in the log; one that failed
+                // becomes a row, retried from the outbox, or kept as given up.
+                if case .delivered = completion.outcome { break }
+                // Nothing to retry for an endpoint deleted meanwhile (or an event pruned).
+                let both = try connection.cached(
+                    """
+                    SELECT count(*) AS n FROM webhook_endpoints AS e, webhook_events AS ev WHERE e.id = ? AND ev.id = ?
+                    """
+                ).firstRow([.text(delivery.endpointID), .text(delivery.eventID)]) { try $0.int("n") }
+                guard both == 1 else { break }
+                try connection.cached(
+                    """
+                    INSERT INTO webhook_deliveries (endpoint_id, event_id, state, attempts, due_at, last_error,
+                        created_at, updated_at)
+                    VALUES (?, ?, ?, 1, ?, ?, ?, ?)
+                    """
+                ).run([
+                    .text(delivery.endpointID), .text(delivery.eventID), .text(state), .integer(due),
+                    completion.error.map(DatabaseValue.text) ?? .null, .integer(millis), .integer(millis),
+                ])
+            }
             // An endpoint's health is written once per round, from its last attempt in it.
             if case .delivered = completion.outcome {
                 health[delivery.endpointID] = nil
-                delivered.insert(delivery.endpointID)
+                delivered[delivery.endpointID, default: 0] += 1
             } else if health[delivery.endpointID] == nil {
                 health[delivery.endpointID] = completion.attemptedAt.storageMilliseconds
             }
@@ -343,46 +606,57 @@ extension StoreSQL {
                 ).run([.text(reason), .integer(millis), .text(delivery.endpointID)])
             }
         }
-        for endpointID in delivered.sorted() {
+        for (endpointID, count) in delivered.sorted(by: { $0.key < $1.key }) {
             try connection.cached(
-                "UPDATE webhook_endpoints SET failing_since = ?, last_delivered_at = ? WHERE id = ?"
-            ).run([health[endpointID].map(DatabaseValue.integer) ?? .null, .integer(millis), .text(endpointID)])
+                """
+                UPDATE webhook_endpoints SET failing_since = ?, last_delivered_at = ?,
+                    delivered_count = delivered_count + ?
+                WHERE id = ?
+                """
+            ).run([
+                health[endpointID].map(DatabaseValue.integer) ?? .null, .integer(millis), .integer(Int64(count)),
+                .text(endpointID),
+            ])
         }
-        for (endpointID, failedAt) in health.sorted(by: { $0.key < $1.key }) where !delivered.contains(endpointID) {
+        for (endpointID, failedAt) in health.sorted(by: { $0.key < $1.key }) where delivered[endpointID] == nil {
             try connection.cached(
                 "UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, ?) WHERE id = ?"
             ).run([.integer(failedAt), .text(endpointID)])
         }
     }
 
-    /// Stores an event of a merchant and queues a delivery to each of its enabled endpoints that wants
-    /// it, in the transaction of the change that caused it. A merchant without endpoints gets nothing
-    /// stored: the one indexed read is all a change pays then.
+    /// Stores an event of a merchant, in the transaction of the change that caused it; each of its
+    /// endpoints reads it from there (its stream). A merchant without endpoints gets nothing stored:
+    /// the one indexed read is all a change pays then.
     /// `data` is built only when the merchant has an endpoint: most changes have none to tell,
     /// and this runs inside the writer's transaction, which every write waits for.
     static func emitWebhook(
         _ type: WebhookEventType, merchantID: String, data: @autoclosure () -> [(String, WebhookField)], now: Date,
         _ connection: any SQLSession
     ) throws {
-        let endpoints = try connection.cached(
-            "SELECT id, event_types, enabled FROM webhook_endpoints WHERE merchant_id = ?"
-        ).rows([.text(merchantID)]) { row in
-            (id: try row.text("id"), types: try row.text("event_types"), enabled: try row.int("enabled") != 0)
-        }
+        let cursors = try connection.cached("SELECT cursor_seq FROM webhook_endpoints WHERE merchant_id = ?")
+            .rows([.text(merchantID)]) { try $0.int("cursor_seq") }
         // Stored even when every endpoint is disabled: a re-enabled endpoint can replay the gap.
-        guard !endpoints.isEmpty else { return }
+        guard !cursors.isEmpty else { return }
         let id = WebhookEventBody.newEventID(now: now)
-        try connection.cached(
-            "INSERT INTO webhook_events (id, merchant_id, type, created_at, body) VALUES (?, ?, ?, ?, ?)"
-        ).run([
-            .text(id), .text(merchantID), .text(type.rawValue), .integer(now.storageMilliseconds),
-            .blob(WebhookEventBody.encode(type: type, timestamp: now, data: data())),
-        ])
-        for endpoint in endpoints where endpoint.enabled {
-            let types = endpoint.types.split(separator: " ")
-            guard types.isEmpty || types.contains(where: { $0 == type.rawValue }) else { continue }
-            try queueDelivery(endpointID: endpoint.id, eventID: id, now: now, connection)
+        let body = WebhookEventBody.encode(type: type, timestamp: now, data: data())
+        if connection.dialect.placesWebhookEvents {
+            try connection.cached(
+                "INSERT INTO webhook_events (id, merchant_id, type, created_at, body) VALUES (?, ?, ?, ?, ?)"
+            ).run([.text(id), .text(merchantID), .text(type.rawValue), .integer(now.storageMilliseconds), .blob(body)])
+            return
         }
+        // After the merchant's last event, and after every cursor: the last may have been pruned.
+        let last =
+            try connection.cached("SELECT max(seq) AS last FROM webhook_events WHERE merchant_id = ? AND txid = 0")
+            .firstRow([.text(merchantID)]) { try $0.optionalInt("last") } ?? nil
+        let sequence = max(last ?? 0, cursors.max() ?? 0) + 1
+        try connection.cached(
+            "INSERT INTO webhook_events (id, merchant_id, type, created_at, body, seq) VALUES (?, ?, ?, ?, ?, ?)"
+        ).run([
+            .text(id), .text(merchantID), .text(type.rawValue), .integer(now.storageMilliseconds), .blob(body),
+            .integer(sequence),
+        ])
     }
 
     /// `emitWebhook` for an event of an order, whose merchant the order row names.
@@ -483,19 +757,20 @@ extension StoreSQL {
     }
 
     static func decodeDelivery(_ row: any DatabaseRow, now: Date) throws -> WebhookDelivery {
-        let previousExpires = try row.optionalInt("previous_secret_expires_at").map(Date.init(storageMilliseconds:))
+        let endpoint = try decodeDeliveryEndpoint(row, now: now)
         return WebhookDelivery(
-            id: try row.int("id"), endpointID: try row.text("endpoint_id"), eventID: try row.text("event_id"),
+            source: .row(id: try row.int("id")), endpointID: try row.text("endpoint_id"),
+            eventID: try row.text("event_id"),
             eventCreatedAt: Date(storageMilliseconds: try row.int("event_created_at")),
-            attempts: Int(try row.int("attempts")), body: try row.blob("body"), url: try row.text("url"),
-            secretSealed: try row.blob("secret_sealed"),
-            previousSecretSealed: (previousExpires.map { $0 > now } ?? false)
-                ? try row.optionalBlob("previous_secret_sealed") : nil,
-            failingSince: try row.optionalInt("failing_since").map(Date.init(storageMilliseconds:)))
+            attempts: Int(try row.int("attempts")), body: try row.blob("body"), url: endpoint.url,
+            secretSealed: endpoint.secretSealed, previousSecretSealed: endpoint.previousSecretSealed,
+            failingSince: endpoint.failingSince)
     }
 
-    static func decodeReplayed(_ row: any DatabaseRow) throws -> (id: String, type: String, createdAt: Int64) {
-        (try row.text("id"), try row.text("type"), try row.int("created_at"))
+    static func decodeReplayed(_ row: any DatabaseRow) throws -> ReplayedEvent {
+        ReplayedEvent(
+            id: try row.text("id"), type: try row.text("type"), createdAt: try row.int("created_at"),
+            position: WebhookEventPosition(transaction: try row.int("txid"), sequence: try row.int("seq")))
     }
 
     static func decodeStateCount(_ row: any DatabaseRow) throws -> (String, Int, Int64?) {

@@ -64,9 +64,36 @@ public struct WebhookEventRecord: Sendable, Hashable {
     public let body: [UInt8]
 }
 
+/// Where an event stands in its merchant's stream: an endpoint reads the events past its cursor in
+/// this order, so that an event committed later never comes before one already read.
+public struct WebhookEventPosition: Sendable, Hashable, Comparable {
+    /// The writing transaction on PostgreSQL, whose nodes commit beside each other (an event is read
+    /// only once every transaction older than it has ended); always 0 on SQLite, whose one writer
+    /// commits in order.
+    public var transaction: Int64
+    /// The event's number in its merchant's events (SQLite) or in all events (PostgreSQL).
+    public var sequence: Int64
+
+    public init(transaction: Int64, sequence: Int64) {
+        self.transaction = transaction
+        self.sequence = sequence
+    }
+
+    public static func < (left: Self, right: Self) -> Bool {
+        (left.transaction, left.sequence) < (right.transaction, right.sequence)
+    }
+}
+
 /// A delivery claimed for sending, with what the sender needs of its endpoint and event.
 public struct WebhookDelivery: Sendable, Hashable {
-    public let id: Int64
+    /// Where a delivery comes from: its endpoint's stream of new events, or a row of the outbox (a
+    /// retry after a failed attempt, or a replay).
+    public enum Source: Sendable, Hashable {
+        case stream(WebhookEventPosition)
+        case row(id: Int64)
+    }
+
+    public let source: Source
     public let endpointID: String
     public let eventID: String
     public let eventCreatedAt: Date
@@ -78,6 +105,60 @@ public struct WebhookDelivery: Sendable, Hashable {
     /// The previous secret while its rotation's grace period lasts, else `nil`.
     public let previousSecretSealed: [UInt8]?
     public let failingSince: Date?
+
+    package init(
+        source: Source, endpointID: String, eventID: String, eventCreatedAt: Date, attempts: Int, body: [UInt8],
+        url: String, secretSealed: [UInt8], previousSecretSealed: [UInt8]?, failingSince: Date?
+    ) {
+        self.source = source
+        self.endpointID = endpointID
+        self.eventID = eventID
+        self.eventCreatedAt = eventCreatedAt
+        self.attempts = attempts
+        self.body = body
+        self.url = url
+        self.secretSealed = secretSealed
+        self.previousSecretSealed = previousSecretSealed
+        self.failingSince = failingSince
+    }
+
+    /// The outbox row's id; `nil` for a delivery read from the stream.
+    public var rowID: Int64? {
+        if case .row(let id) = source { id } else { nil }
+    }
+
+    /// The event's position, for a delivery read from the stream.
+    public var position: WebhookEventPosition? {
+        if case .stream(let position) = source { position } else { nil }
+    }
+}
+
+/// How far a dispatcher got with an endpoint's stream, written with its round.
+public struct WebhookStreamProgress: Sendable, Hashable {
+    /// Read up to here: the next claim reads after it.
+    public var readThrough: WebhookEventPosition
+    /// Every event up to here is finished (delivered, or failed and queued as a row): the cursor;
+    /// `nil` while none of what was read is.
+    public var finishedThrough: WebhookEventPosition?
+    /// Whether deliveries of the stream are still held (in flight or queued), so that the lease is kept.
+    public var holding: Bool
+
+    public init(readThrough: WebhookEventPosition, finishedThrough: WebhookEventPosition?, holding: Bool) {
+        self.readThrough = readThrough
+        self.finishedThrough = finishedThrough
+        self.holding = holding
+    }
+}
+
+/// What a round claimed: the deliveries, and how far each endpoint's stream was read.
+public struct WebhookClaim: Sendable, Hashable {
+    public var deliveries: [WebhookDelivery] = []
+    public var readThrough: [String: WebhookEventPosition] = [:]
+
+    public init(deliveries: [WebhookDelivery] = [], readThrough: [String: WebhookEventPosition] = [:]) {
+        self.deliveries = deliveries
+        self.readThrough = readThrough
+    }
 }
 
 /// What to write for one attempt; a round of them is written in one transaction.
@@ -180,23 +261,33 @@ public protocol WebhookStore: Sendable {
     func replayWebhooks(endpointID: String, _ replay: WebhookReplay, limit: Int, now: Date) throws(StorageError)
         -> WebhookReplayOutcome
 
-    /// Leases up to `limit` due deliveries of enabled, unpaused endpoints, so that no endpoint has
-    /// more than `perEndpoint` in flight here, counting those already in flight (`inFlight`, by endpoint).
+    /// Claims up to `limit` deliveries of enabled, unpaused endpoints, so that no endpoint has more
+    /// than `perEndpoint` held here, counting those already held (`inFlight`, by endpoint): the due
+    /// rows of the outbox (retries and replays, each leased to `owner`), then the new events of
+    /// endpoints whose stream `owner` holds or can take (a lease on the endpoint), read after its
+    /// cursor or, for a stream in `streams`, after what was read already.
     func claimWebhookDeliveries(
-        owner: String, now: Date, lease: TimeInterval, limit: Int, perEndpoint: Int, inFlight: [String: Int]
-    ) throws(StorageError) -> [WebhookDelivery]
-    /// Writes a round of attempts: the log, the deliveries' states and the endpoints' health.
+        owner: String, now: Date, lease: TimeInterval, limit: Int, perEndpoint: Int, inFlight: [String: Int],
+        streams: [String: WebhookStreamProgress]
+    ) throws(StorageError) -> WebhookClaim
+    /// Writes a round of attempts: the log, the outbox rows' states, a failed stream delivery as a
+    /// row to retry, and the endpoints' health.
     func completeWebhookDeliveries(_ completions: [WebhookCompletion], now: Date) throws(StorageError)
-    /// A sender's round in one transaction: writes `completions`, then claims as
-    /// `claimWebhookDeliveries` does (nothing when `limit` is 0).
+    /// A sender's round in one transaction: writes `completions` and the cursors of `streams` (and
+    /// keeps the leases of those still holding), then claims as `claimWebhookDeliveries` does
+    /// (nothing when `limit` is 0).
     func exchangeWebhookDeliveries(
         _ completions: [WebhookCompletion], owner: String, now: Date, lease: TimeInterval, limit: Int,
-        perEndpoint: Int, inFlight: [String: Int]
-    ) throws(StorageError) -> [WebhookDelivery]
+        perEndpoint: Int, inFlight: [String: Int], streams: [String: WebhookStreamProgress]
+    ) throws(StorageError) -> WebhookClaim
+    /// Lets go of every stream lease `owner` holds, so that another sender reads them at once (a
+    /// stopping node).
+    func releaseWebhookStreams(owner: String) throws(StorageError)
     /// The delivery log of an endpoint, newest first.
     func webhookAttempts(endpointID: String, limit: Int) throws(StorageError) -> [WebhookAttempt]
-    /// An endpoint's deliveries by state; with `nil`, every endpoint's open ones (pending and
-    /// sending: counting the history of every endpoint would read all of it).
+    /// An endpoint's deliveries by state (pending: the outbox rows waiting and the events of its
+    /// stream not finished; delivered: since it was made); with `nil`, every endpoint's open ones
+    /// (pending and sending: counting the history of every endpoint would read all of it).
     func webhookQueueCounts(endpointID: String?) throws(StorageError) -> WebhookQueueCounts
     /// The stored events of a merchant, newest first.
     func webhookEvents(merchantID: String, limit: Int) throws(StorageError) -> [WebhookEventRecord]
