@@ -355,10 +355,15 @@ struct HeldDeliveries {
         self.maximumInFlight = maximumInFlight
     }
 
+    /// How many times its slots a dispatcher holds, in flight and claimed ahead. A round is a
+    /// transaction that waits its turn at the writer (tens of ms under load), so an endpoint gets at
+    /// most what it holds per round: at twice its 32 slots a busy endpoint fell behind its events.
+    static let readAhead = 8
+
     /// Held at most: in flight and claimed ahead.
-    var capacity: Int { 2 * maximumInFlight }
+    var capacity: Int { Self.readAhead * maximumInFlight }
     /// What the claim may hold for one endpoint, in flight and queued.
-    var perEndpointCapacity: Int { 2 * perEndpoint }
+    var perEndpointCapacity: Int { Self.readAhead * perEndpoint }
     var count: Int { inFlight.count + queuedCount }
 
     /// Held by endpoint, in flight or queued: what the claim counts against `perEndpointCapacity`.
