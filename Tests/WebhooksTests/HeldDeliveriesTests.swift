@@ -1,7 +1,7 @@
 import Foundation
-import Storage
 import Testing
 
+@testable import Storage
 @testable import Webhooks
 
 /// The dispatcher's record of an endpoint's stream: answers come back in any order, and the cursor

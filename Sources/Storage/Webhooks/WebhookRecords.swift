@@ -65,19 +65,15 @@ public struct WebhookEventRecord: Sendable, Hashable {
 }
 
 /// Where an event stands in its merchant's stream: an endpoint reads the events past its cursor in
-/// this order, so that an event committed later never comes before one already read.
+/// this order, so that an event committed later never comes before one already read. Only the
+/// store makes positions (a sender hands back those it was given).
 public struct WebhookEventPosition: Sendable, Hashable, Comparable {
     /// The writing transaction on PostgreSQL, whose nodes commit beside each other (an event is read
     /// only once every transaction older than it has ended); always 0 on SQLite, whose one writer
     /// commits in order.
-    public var transaction: Int64
+    public let transaction: Int64
     /// The event's number in its merchant's events (SQLite) or in all events (PostgreSQL).
-    public var sequence: Int64
-
-    public init(transaction: Int64, sequence: Int64) {
-        self.transaction = transaction
-        self.sequence = sequence
-    }
+    public let sequence: Int64
 
     public static func < (left: Self, right: Self) -> Bool {
         (left.transaction, left.sequence) < (right.transaction, right.sequence)
