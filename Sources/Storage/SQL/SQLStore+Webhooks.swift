@@ -419,7 +419,7 @@ extension StoreSQL {
         let endpoints = try connection.cached(
             """
             SELECT e.id, e.event_types, e.merchant_id, e.url, e.secret_sealed, e.previous_secret_sealed,
-                e.previous_secret_expires_at, e.failing_since, e.cursor_txid, e.cursor_seq, e.stream_owner
+                e.previous_secret_expires_at, e.failing_since, e.stream_owner
             \(readableStreams(connection.dialect))
             ORDER BY e.id
             """
@@ -427,8 +427,6 @@ extension StoreSQL {
             (
                 id: try row.text("id"), merchantID: try row.text("merchant_id"),
                 types: try row.text("event_types").split(separator: " ").map(String.init),
-                cursor: WebhookEventPosition(
-                    transaction: try row.int("cursor_txid"), sequence: try row.int("cursor_seq")),
                 ownedHere: try row.optionalText("stream_owner") == owner,
                 template: try decodeDeliveryEndpoint(row, now: now)
             )
@@ -437,9 +435,26 @@ extension StoreSQL {
         for endpoint in endpoints where room > 0 {
             let endpointRoom = min(room, perEndpoint - held[endpoint.id, default: 0])
             guard endpointRoom > 0 else { continue }
+            // The lease first, taken only if still free, expired or ours: on PostgreSQL another node
+            // may have read the same endpoint as free a moment ago, and its update, waited for,
+            // leaves this one nothing to change. The cursor is read again with it: the node it was
+            // taken over from may have moved it since.
+            guard
+                let cursor = try connection.cached(
+                    """
+                    UPDATE webhook_endpoints SET stream_owner = ?, stream_lease_until = ?
+                    WHERE id = ? AND (stream_owner IS NULL OR stream_owner = ? OR stream_lease_until < ?)
+                    RETURNING cursor_txid, cursor_seq
+                    """
+                ).firstRow(
+                    [.text(owner), .integer(leaseUntil), .text(endpoint.id), .text(owner), .integer(millis)],
+                    {
+                        WebhookEventPosition(transaction: try $0.int("cursor_txid"), sequence: try $0.int("cursor_seq"))
+                    })
+            else { continue }
             // Past what this sender read already while it held the stream; else past the cursor
             // (a stream taken over from a sender that stopped starts again where that one finished).
-            let after = (endpoint.ownedHere ? streams[endpoint.id]?.readThrough : nil) ?? endpoint.cursor
+            let after = (endpoint.ownedHere ? streams[endpoint.id]?.readThrough : nil) ?? cursor
             // An event with a row already failed here once (a sender that stopped had read past the
             // cursor, and its failure was written): its row retries it, the stream passes over it.
             let events = try connection.cached(
@@ -463,9 +478,6 @@ extension StoreSQL {
                 )
             }
             guard let last = events.last else { continue }
-            try connection.cached(
-                "UPDATE webhook_endpoints SET stream_owner = ?, stream_lease_until = ? WHERE id = ?"
-            ).run([.text(owner), .integer(leaseUntil), .text(endpoint.id)])
             claim.readThrough[endpoint.id] = last.position
             for event in events
             where !event.queued && (endpoint.types.isEmpty || endpoint.types.contains(event.type)) {
