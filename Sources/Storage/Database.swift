@@ -64,6 +64,11 @@ public final class Database: Sendable {
             // Commits leave checkpointing to `checkpoint()`, called off the request path; the writer
             // checkpoints by itself only if the WAL grows past the backstop (nobody called it).
             try writer.execute("PRAGMA wal_autocheckpoint=\(configuration.writerCheckpointPages)")
+            // Each write of a group commit runs in a savepoint, whose journal (the pages' contents
+            // before it) outgrows SQLite's 64 KiB within a group and then went to a temporary file,
+            // a `pwrite` per page inside the writer's transaction. In memory it is a copy; what the
+            // writer sorts or collects (a prune's ids) is held in memory too.
+            try writer.execute("PRAGMA temp_store=MEMORY")
             if configuration.synchronous == .full {
                 // FULL's sync after each commit moves to the group committer's syncer, so that the
                 // writer goes on while the disk confirms (see `WALSyncer`); migrations ran at FULL.
