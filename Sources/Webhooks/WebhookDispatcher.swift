@@ -316,8 +316,8 @@ public final class WebhookDispatcher: Sendable {
 }
 
 /// The deliveries a dispatcher holds: attempts on the wire, at most `perEndpoint` to an endpoint and
-/// `maximumInFlight` in all, and as many again claimed ahead, each waiting in its endpoint's queue for
-/// a slot. Without the queue a slot freed by an answer stayed empty until the next round, which held
+/// `maximumInFlight` in all, and up to `readAhead` times as many held in all, those not on the wire
+/// waiting in their endpoint's queue for a slot. Without the queue a slot freed by an answer stayed empty until the next round, which held
 /// one endpoint to `perEndpoint` attempts a round (1,600 a second at 32 and 20 ms).
 ///
 /// It also keeps, for each endpoint's stream it reads, how far it read and how far every event is

@@ -65,17 +65,7 @@ struct WebhookDeliveryTests {
         func orders(_ count: Int, merchant: String = "m-1") throws -> [String] {
             try (0..<count).map { _ in
                 orders += 1
-                let now = Date()
-                let draft = OrderDraft(
-                    number: "N-\(orders)", merchantName: "Pizza Roma",
-                    items: [.init(name: "Margherita", quantity: 1, price: 8.5)],
-                    customer: .init(id: "c-1", name: "Ana", phone: "+49 30 1234567", locale: "de-DE"),
-                    address: "Hauptstr. 1", payment: .init(method: "card", brand: "visa", last4: "4242"),
-                    estimatedArrival: now.addingTimeInterval(1800), note: nil)
-                let (order, event) = try draft.validated(
-                    id: "o-\(merchant)-\(orders)", merchantID: merchant, by: .merchant(id: merchant), at: now)
-                _ = try store.createOrder(order, event: event, trackingTokenHash: nil, now: now)
-                return order.id
+                return try WebhookDeliveryTests.createOrder(number: orders, merchant: merchant, in: store)
             }
         }
 
@@ -93,6 +83,21 @@ struct WebhookDeliveryTests {
             }
             return try condition()
         }
+    }
+
+    /// Creates order `number` of `merchant` in `store` (one `order.status_changed` event); returns its id.
+    static func createOrder(number: Int, merchant: String, in store: any DeliveryStore) throws -> String {
+        let now = Date()
+        let draft = OrderDraft(
+            number: "N-\(number)", merchantName: "Pizza Roma",
+            items: [.init(name: "Margherita", quantity: 1, price: 8.5)],
+            customer: .init(id: "c-1", name: "Ana", phone: "+49 30 1234567", locale: "de-DE"),
+            address: "Hauptstr. 1", payment: .init(method: "card", brand: "visa", last4: "4242"),
+            estimatedArrival: now.addingTimeInterval(1800), note: nil)
+        let (order, event) = try draft.validated(
+            id: "o-\(merchant)-\(number)", merchantID: merchant, by: .merchant(id: merchant), at: now)
+        _ = try store.createOrder(order, event: event, trackingTokenHash: nil, now: now)
+        return order.id
     }
 
     /// What the dispatcher logged, for the tests that check what it said.

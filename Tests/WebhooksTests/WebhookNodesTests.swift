@@ -1,6 +1,5 @@
 import Cryptography
 import Foundation
-import OrderDomain
 import Storage
 import Telemetry
 import TestSupport
@@ -40,17 +39,7 @@ struct WebhookNodesTests {
         func orders(_ count: Int, on stores: [any DeliveryStore]) throws {
             for _ in 0..<count {
                 created += 1
-                let now = Date()
-                let draft = OrderDraft(
-                    number: "N-\(created)", merchantName: "Pizza Roma",
-                    items: [.init(name: "Margherita", quantity: 1, price: 8.5)],
-                    customer: .init(id: "c-1", name: "Ana", phone: "+49 30 1234567", locale: "de-DE"),
-                    address: "Hauptstr. 1", payment: .init(method: "card", brand: "visa", last4: "4242"),
-                    estimatedArrival: now.addingTimeInterval(1800), note: nil)
-                let (order, event) = try draft.validated(
-                    id: "o-\(created)", merchantID: "m-1", by: .merchant(id: "m-1"), at: now)
-                _ = try stores[created % stores.count].createOrder(
-                    order, event: event, trackingTokenHash: nil, now: now)
+                _ = try WebhookDeliveryTests.createOrder(number: created, merchant: "m-1", in: stores[created % 2])
             }
         }
         func delivered() -> [String] {
