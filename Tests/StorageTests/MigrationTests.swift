@@ -10,9 +10,9 @@ struct MigrationTests {
         let directory = try TemporaryDirectory()
         let configuration = StorageConfiguration(dataDirectory: directory.path)
         let bundled = try Migrator.bundled()
-        #expect(bundled.map(\.version) == Array(1...12))
+        #expect(bundled.map(\.version) == Array(1...Migrator.codeVersion))
         let connection = try SQLiteConnection.open(configuration)
-        #expect(try Migrator.migrate(connection, bundled) == Array(1...12))
+        #expect(try Migrator.migrate(connection, bundled) == Array(1...Migrator.codeVersion))
         #expect(try Migrator.migrate(connection, bundled) == [])
         let tables = try connection.cached("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
             .rows([]) { try $0.text("name") }

@@ -251,6 +251,67 @@ struct WebhookStoreTests {
         #expect(try store.webhookEndpoints(merchantID: "m-1").map(\.id) == ["ep-2"])
         #expect(try store.webhookQueueCounts(endpointID: nil).pending == 2)
     }
+
+    /// Event ids are `msg_`, the time in 12 hex digits and 64 random bits in 16: they sort by time
+    /// and two events never share one.
+    @Test(arguments: StoreBackend.all)
+    func eventIDsSortByTimeAndAreUnique(backend: StoreBackend) throws {
+        let place = Place()
+        let store = try backend.open(place.path)
+        try store.createWebhookEndpoint(Self.endpoint("ep-1"))
+        let (order, event) = try StoreFixtures.newOrder()
+        _ = try store.createOrder(order, event: event, trackingTokenHash: nil, now: t0)
+        for (step, status) in [OrderStatus.preparing, .pickup, .delivering].enumerated() {
+            _ = try StoreFixtures.setStatus(store, order.id, status, at: t0.addingTimeInterval(Double(step + 1)))
+        }
+        let events = try store.webhookEvents(merchantID: "m-1", limit: 10).reversed()
+        #expect(events.count == 4)
+        for event in events {
+            #expect(event.id.count == 32 && event.id.hasPrefix("msg_"))
+            #expect(event.id.dropFirst(4).allSatisfy { "0123456789abcdef".contains($0) })
+            #expect(
+                Int64(event.id.dropFirst(4).prefix(12), radix: 16)
+                    == Int64((event.createdAt.timeIntervalSince1970 * 1000).rounded()))
+        }
+        #expect(events.map(\.id) == events.map(\.id).sorted())
+        #expect(Set(events.map { $0.id.suffix(16) }).count == 4)
+    }
+
+    /// The delivery log is pruned in the order it was written, up to its first attempt still kept:
+    /// no attempt goes before its time; one logged after a newer one (a node whose clock is behind)
+    /// waits for a later pass.
+    @Test(arguments: StoreBackend.all)
+    func theDeliveryLogIsPrunedInTheOrderItWasWritten(backend: StoreBackend) throws {
+        let place = Place()
+        let store = try backend.open(place.path)
+        try store.createWebhookEndpoint(Self.endpoint("ep-1"))
+        _ = try StoreContractTests.seeded(store)
+        // On PostgreSQL an event is read once every older transaction has ended, other suites' too.
+        var claimed: [WebhookDelivery] = []
+        let deadline = Date().addingTimeInterval(30)
+        while claimed.isEmpty && Date() < deadline {
+            claimed = try store.claimWebhookDeliveries(
+                owner: "n-1", now: t0, lease: 30, limit: 10, perEndpoint: 4, inFlight: [:], streams: [:]
+            ).deliveries
+            if claimed.isEmpty { usleep(20_000) }
+        }
+        let delivery = try #require(claimed.first)
+        let days: [Double] = [1, 2, 40, 3, 41]
+        try store.completeWebhookDeliveries(
+            days.map {
+                WebhookCompletion(
+                    delivery: delivery, attemptedAt: t0.addingTimeInterval($0 * 86_400), httpStatus: 200, error: nil,
+                    durationMilliseconds: 1, outcome: .delivered)
+            }, now: t0)
+        // Kept 30 days: on day 35 the attempts of days 1, 2 and 3 are due; the one of day 3 waits.
+        let report = try store.prune(now: t0.addingTimeInterval(35 * 86_400), policy: RetentionPolicy())
+        #expect(report.webhookAttempts == 2)
+        let kept = try store.webhookAttempts(endpointID: "ep-1", limit: 10).map(\.attemptedAt)
+        #expect(kept == [41, 3, 40].map { t0.addingTimeInterval($0 * 86_400) }, "newest first")
+        let later = try store.prune(now: t0.addingTimeInterval(75 * 86_400), policy: RetentionPolicy())
+        #expect(later.webhookAttempts == 3)
+        #expect(try store.webhookAttempts(endpointID: "ep-1", limit: 10).isEmpty)
+    }
 }
 
 extension WebhookStoreTests {

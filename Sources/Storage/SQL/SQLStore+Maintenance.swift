@@ -24,7 +24,16 @@ extension SQLStore {
             try connection.cached("DELETE FROM idempotency_keys WHERE expires_at < ?").run([cutoff(0)])
             report.idempotencyKeys = connection.changes
             let webhookCutoff = cutoff(policy.webhookHistory)
-            try connection.cached("DELETE FROM webhook_attempts WHERE attempted_at < ?").run([webhookCutoff])
+            // In the order the log was written: everything before its first attempt still kept. The
+            // walk reads the rows it deletes and one more, where an index on the time would cost
+            // every delivery a second B-tree change. A row older than one before it waits a pass.
+            try connection.cached(
+                """
+                DELETE FROM webhook_attempts WHERE id < coalesce(
+                    (SELECT id FROM webhook_attempts WHERE attempted_at >= ? ORDER BY id LIMIT 1),
+                    (SELECT max(id) + 1 FROM webhook_attempts), 0)
+                """
+            ).run([webhookCutoff])
             report.webhookAttempts = connection.changes
             try connection.cached(
                 """

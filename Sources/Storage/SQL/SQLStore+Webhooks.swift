@@ -646,10 +646,22 @@ extension StoreSQL {
         _ type: WebhookEventType, merchantID: String, data: @autoclosure () -> [(String, WebhookField)], now: Date,
         _ connection: any SQLSession
     ) throws {
-        let cursors = try connection.cached("SELECT cursor_seq FROM webhook_endpoints WHERE merchant_id = ?")
-            .rows([.text(merchantID)]) { try $0.int("cursor_seq") }
+        // One statement: whether anyone listens, and where SQLite's numbering of the merchant's events is.
+        let stream =
+            try connection.cached(
+                """
+                SELECT count(*) AS endpoints, max(cursor_seq) AS cursor,
+                    (SELECT max(seq) FROM webhook_events WHERE merchant_id = ? AND txid = 0) AS last
+                FROM webhook_endpoints WHERE merchant_id = ?
+                """
+            ).firstRow([.text(merchantID), .text(merchantID)]) {
+                (
+                    endpoints: try $0.int("endpoints"), cursor: try $0.optionalInt("cursor"),
+                    last: try $0.optionalInt("last")
+                )
+            }
         // Stored even when every endpoint is disabled: a re-enabled endpoint can replay the gap.
-        guard !cursors.isEmpty else { return }
+        guard let stream, stream.endpoints > 0 else { return }
         let id = WebhookEventBody.newEventID(now: now)
         let body = WebhookEventBody.encode(type: type, timestamp: now, data: data())
         if connection.dialect.placesWebhookEvents {
@@ -659,10 +671,7 @@ extension StoreSQL {
             return
         }
         // After the merchant's last event, and after every cursor: the last may have been pruned.
-        let last =
-            try connection.cached("SELECT max(seq) AS last FROM webhook_events WHERE merchant_id = ? AND txid = 0")
-            .firstRow([.text(merchantID)]) { try $0.optionalInt("last") } ?? nil
-        let sequence = max(last ?? 0, cursors.max() ?? 0) + 1
+        let sequence = max(stream.last ?? 0, stream.cursor ?? 0) + 1
         try connection.cached(
             "INSERT INTO webhook_events (id, merchant_id, type, created_at, body, seq) VALUES (?, ?, ?, ?, ?, ?)"
         ).run([
