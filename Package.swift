@@ -178,7 +178,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StorageTests",
-            dependencies: ["Storage", "PostgresStorage", "StorageCrashWriter", "TestSupport"],
+            dependencies: ["CSQLite", "Storage", "PostgresStorage", "StorageCrashWriter", "TestSupport"],
             swiftSettings: strictSettings
         ),
         // The child process the storage crash test kills.

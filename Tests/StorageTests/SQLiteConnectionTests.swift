@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 import OrderDomain
 import Testing
@@ -6,6 +7,16 @@ import Testing
 
 @Suite("SQLite wrapper")
 struct SQLiteConnectionTests {
+    /// SQLite keeps no memory statistics in deliveryd's process: with them, every allocation of
+    /// every connection takes one process-wide mutex, and the writer and the readers queue on it.
+    @Test func sqliteKeepsNoMemoryStatistics() throws {
+        let directory = try TemporaryDirectory()
+        let connection = try SQLiteConnection.open(StorageConfiguration(dataDirectory: directory.path))
+        try connection.execute("CREATE TABLE note (body TEXT); INSERT INTO note VALUES (hex(randomblob(4000)))")
+        #expect(try connection.cached("SELECT length(body) AS n FROM note").firstRow([]) { try $0.int("n") } == 8000)
+        #expect(sqlite3_memory_used() == 0, "statistics kept: sqlite3_config ran after SQLite initialized")
+    }
+
     /// A file opened with deliveryd's pragmas is in WAL mode, and a committed row is read back after the
     /// connection is closed and the file reopened.
     @Test func walRoundTripSurvivesReopen() throws {

@@ -13,6 +13,7 @@ package final class SQLiteConnection: SQLSession {
     /// Opens (and creates, if asked) the database file at `path`.
     /// - Throws: `SQLiteError` with `cantOpen` and SQLite's message when the file cannot be opened.
     package init(path: String, readOnly: Bool = false, create: Bool = true) throws(SQLiteError) {
+        _ = Self.libraryConfiguration
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
         if create && !readOnly { flags |= SQLITE_OPEN_CREATE }
@@ -26,6 +27,10 @@ package final class SQLiteConnection: SQLSession {
         self.handle = pointer
         self.path = path
     }
+
+    /// SQLite's process-wide settings, made once before the first connection opens (which
+    /// initializes the library): no memory statistics (see `csqlite_disable_memory_statistics`).
+    private static let libraryConfiguration: Int32 = csqlite_disable_memory_statistics()
 
     deinit {
         statementCache.removeAll()
