@@ -47,11 +47,17 @@ enum WebhookEventBody {
         var generator = SystemRandomNumberGenerator()
         let time = UInt64(max(0, now.storageMilliseconds))
         let random: UInt64 = generator.next()
-        let digits: StaticString = "0123456789abcdef"
         return String(unsafeUninitializedCapacity: 32) { id in
+            /// The low `count` hex digits of `value`, most significant first, from `start`.
+            func hex(_ value: UInt64, count: Int, at start: Int) {
+                let digits: StaticString = "0123456789abcdef"
+                for index in 0..<count {
+                    id[start + index] = digits.utf8Start[Int((value >> (4 * (count - 1 - index))) & 0xf)]
+                }
+            }
             for (index, byte) in "msg_".utf8.enumerated() { id[index] = byte }
-            for index in 0..<12 { id[4 + index] = digits.utf8Start[Int((time >> (44 - 4 * index)) & 0xf)] }
-            for index in 0..<16 { id[16 + index] = digits.utf8Start[Int((random >> (60 - 4 * index)) & 0xf)] }
+            hex(time, count: 12, at: 4)
+            hex(random, count: 16, at: 16)
             return 32
         }
     }
