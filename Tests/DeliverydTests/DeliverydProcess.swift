@@ -55,7 +55,7 @@ final class DeliverydProcess {
         extraArguments: [String] = [], dataDirectory: String? = nil, keepData: Bool = false, port: UInt16? = nil,
         clockShift: Int? = nil, openFileLimit: Int? = nil, environment: [String: String] = [:]
     ) throws {
-        self.port = port ?? UInt16.random(in: 21_000...32_000)
+        self.port = port ?? Self.unusedPort()
         self.dataDirectory = dataDirectory ?? NSTemporaryDirectory() + "deliveryd-e2e-" + UUID().uuidString
         self.keepData = keepData
         self.usesLauncher = clockShift != nil
@@ -83,6 +83,30 @@ final class DeliverydProcess {
         process.standardError = errorPipe
         process.standardOutput = outputPipe
         try process.run()
+    }
+
+    /// A port below Linux's ephemeral range (32768 up) that nothing holds now. Other suites start
+    /// servers on random ports beside this one, and deliveryd exits when its port is taken: a port
+    /// picked without looking was, once in a while, another server's, and the test waited for a
+    /// health check that never came.
+    static func unusedPort() -> UInt16 {
+        var candidate = UInt16.random(in: 21_000...32_000)
+        for _ in 0..<100 {
+            let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = candidate.bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(probe, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            close(probe)
+            if bound == 0 { return candidate }
+            candidate = UInt16.random(in: 21_000...32_000)
+        }
+        return candidate
     }
 
     /// Stops the process with SIGTERM and removes its data directory.
