@@ -2,6 +2,10 @@ internal import COpenSSL
 
 /// SHA-256 digests, for storing secrets (API keys, tracking tokens) and fingerprinting request bodies.
 public enum SHA256 {
+    /// SHA-256 looked up once in OpenSSL's default provider: `EVP_sha256()` makes every digest
+    /// search the providers again (a lock and a lookup per call in OpenSSL 3).
+    static let algorithm = FetchedDigest("SHA256")
+
     /// The 32-byte digest of `bytes` (an array, like `Hex.encode`, so that callers in other modules
     /// do not run it unspecialized).
     public static func digest(_ bytes: [UInt8]) -> [UInt8] {
@@ -9,7 +13,7 @@ public enum SHA256 {
         bytes.withUnsafeBufferPointer { input in
             output.withUnsafeMutableBufferPointer { out in
                 // One-shot EVP_Digest never fails for SHA-256 on valid buffers; a failure is an OpenSSL bug.
-                let result = EVP_Digest(input.baseAddress, input.count, out.baseAddress, nil, EVP_sha256(), nil)
+                let result = EVP_Digest(input.baseAddress, input.count, out.baseAddress, nil, algorithm.pointer, nil)
                 precondition(result == 1, "EVP_Digest(SHA-256) failed")
             }
         }
@@ -19,6 +23,19 @@ public enum SHA256 {
     /// The digest as 64 lowercase hex digits, the form the database stores.
     public static func hexDigest(_ bytes: [UInt8]) -> String {
         Hex.encode(digest(bytes))
+    }
+}
+
+/// A digest algorithm fetched from OpenSSL's default provider, kept for the life of the process.
+///
+/// - Note: `@unchecked Sendable` is sound: a fetched `EVP_MD` is immutable and reference-counted,
+///   and OpenSSL lets any number of threads use it at once.
+final class FetchedDigest: @unchecked Sendable {
+    let pointer: OpaquePointer
+
+    init(_ name: String) {
+        guard let pointer = EVP_MD_fetch(nil, name, nil) else { fatalError("OpenSSL has no \(name)") }
+        self.pointer = pointer
     }
 }
 

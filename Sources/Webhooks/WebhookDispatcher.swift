@@ -111,6 +111,7 @@ public final class WebhookDispatcher: Sendable {
     }
 
     private func run(_ transport: WebhookTransport) {
+        let sender = AttemptSender(transport: transport, signer: WebhookSigner(sealingKey: sealingKey))
         var held = HeldDeliveries(
             perEndpoint: configuration.perEndpoint, maximumInFlight: configuration.maximumInFlight)
         // Outcomes not written yet: a round writes them together, in one transaction.
@@ -140,7 +141,7 @@ public final class WebhookDispatcher: Sendable {
                 nextClaim =
                     round(
                         &answered, claiming: wantsClaim ? held.capacity - held.count : 0, into: &held, now: now,
-                        lease: lease, on: transport) ?? nextClaim
+                        lease: lease, on: sender) ?? nextClaim
             }
             if finished {
                 // Another node may read the streams at once rather than after the lease.
@@ -168,7 +169,7 @@ public final class WebhookDispatcher: Sendable {
                 }
             }
             // Freed slots take what waits for them now, not at the next round.
-            if !isStopping { startQueued(&held, &answered, now: answeredAt, on: transport) }
+            if !isStopping { startQueued(&held, &answered, now: answeredAt, on: sender) }
             // Answers free room: more may be due at once.
             nextClaim = min(nextClaim, answeredAt)
         }
@@ -178,14 +179,14 @@ public final class WebhookDispatcher: Sendable {
     /// longer than an attempt's timeout is left to its lease (claimed again once it runs out), so
     /// that no attempt outlives the lease that keeps it to this dispatcher.
     private func startQueued(
-        _ held: inout HeldDeliveries, _ answered: inout [WebhookCompletion], now: Date, on transport: WebhookTransport
+        _ held: inout HeldDeliveries, _ answered: inout [WebhookCompletion], now: Date, on sender: AttemptSender
     ) {
         while let next = held.nextToStart() {
             // A stream's lease is kept by every round while it holds anything; a row's is not.
             if next.delivery.rowID != nil, now.timeIntervalSince(next.queuedAt) > configuration.timeoutSeconds + 5 {
                 continue
             }
-            if let refusal = send(next.delivery, tag: next.tag, now: now, on: transport) {
+            if let refusal = send(next.delivery, tag: next.tag, now: now, on: sender) {
                 // Written with the next round's outcomes.
                 held.finishUnsent(next)
                 answered.append(complete(next.delivery, refusal, at: now))
@@ -204,7 +205,7 @@ public final class WebhookDispatcher: Sendable {
     ///   when nothing was asked.
     private func round(
         _ answered: inout [WebhookCompletion], claiming room: Int, into held: inout HeldDeliveries, now: Date,
-        lease: TimeInterval, on transport: WebhookTransport
+        lease: TimeInterval, on sender: AttemptSender
     ) -> Date? {
         let written = answered
         answered.removeAll(keepingCapacity: true)
@@ -216,7 +217,7 @@ public final class WebhookDispatcher: Sendable {
             report(written)
             held.recorded(progress)
             held.queue(claim, at: now)
-            startQueued(&held, &answered, now: now, on: transport)
+            startQueued(&held, &answered, now: now, on: sender)
             guard room > 0 else { return nil }
             return claim.deliveries.isEmpty ? now.addingTimeInterval(configuration.pollInterval) : now
         } catch {
@@ -233,19 +234,12 @@ public final class WebhookDispatcher: Sendable {
     /// Signs and starts one attempt.
     /// - Returns: `nil` once started; else why it could not start, an answer like any other (a
     ///   secret the sealing key cannot open, a URL libcurl refuses), so the delivery is retried and logged.
-    private func send(_ delivery: WebhookDelivery, tag: Int64, now: Date, on transport: WebhookTransport)
+    private func send(_ delivery: WebhookDelivery, tag: Int64, now: Date, on sender: AttemptSender)
         -> WebhookAnswer?
     {
         do {
-            var secrets = [
-                try WebhookSecret.open(delivery.secretSealed, with: sealingKey, endpointID: delivery.endpointID)
-            ]
-            if let previous = delivery.previousSecretSealed {
-                secrets.append(try WebhookSecret.open(previous, with: sealingKey, endpointID: delivery.endpointID))
-            }
-            let headers = WebhookSignature.headers(
-                id: delivery.eventID, attemptedAt: now, body: delivery.body, secrets: secrets)
-            try transport.start(tag: tag, url: delivery.url, headers: headers, body: delivery.body)
+            let headers = try sender.signer.headers(for: delivery, attemptedAt: now)
+            try sender.transport.start(tag: tag, url: delivery.url, headers: headers, body: delivery.body)
             return nil
         } catch {
             logger.error(
@@ -476,6 +470,12 @@ struct HeldDeliveries {
         if stream.held.isEmpty { stream.finishedThrough = stream.readThrough }
         streams[endpointID] = stream
     }
+}
+
+/// What the dispatcher's thread sends with: its transport and its signing keys, both its own.
+private struct AttemptSender {
+    let transport: WebhookTransport
+    let signer: WebhookSigner
 }
 
 /// Hands the transport, made on the starting thread (where its failure can be reported), to the

@@ -41,19 +41,24 @@ public struct WebhookSecret: Sendable, Hashable {
 public enum WebhookSignature {
     /// The signature header's value for one message, one signature per secret.
     public static func header(id: String, timestamp: Int64, body: [UInt8], secrets: [WebhookSecret]) -> String {
+        header(id: id, timestamp: timestamp, body: body, keys: secrets.map { HMACSHA256.Key($0.bytes) })
+    }
+
+    /// The signature header's value for one message, one signature per key.
+    public static func header(id: String, timestamp: Int64, body: [UInt8], keys: [HMACSHA256.Key]) -> String {
         var signed = Array("\(id).\(timestamp).".utf8)
         signed.append(contentsOf: body)
-        return secrets.map { secret in
-            "v1," + Data(HMACSHA256.authenticationCode(key: secret.bytes, message: signed)).base64EncodedString()
+        return keys.map { key in
+            "v1," + Data(key.authenticationCode(signed)).base64EncodedString()
         }.joined(separator: " ")
     }
 
     /// The request headers of one attempt (the timestamp is the attempt's, the id the event's).
-    public static func headers(id: String, attemptedAt: Date, body: [UInt8], secrets: [WebhookSecret]) -> [String] {
+    public static func headers(id: String, attemptedAt: Date, body: [UInt8], keys: [HMACSHA256.Key]) -> [String] {
         let timestamp = Int64(attemptedAt.timeIntervalSince1970.rounded(.down))
         return [
             "webhook-id: \(id)", "webhook-timestamp: \(timestamp)",
-            "webhook-signature: \(header(id: id, timestamp: timestamp, body: body, secrets: secrets))",
+            "webhook-signature: \(header(id: id, timestamp: timestamp, body: body, keys: keys))",
         ]
     }
 }

@@ -28,13 +28,22 @@ final class WebhookTransport {
     private let timeoutMilliseconds: Int
     private let caFile: String?
     private var running: [UnsafeMutableRawPointer: WebhookTransfer] = [:]
+    /// Finished transfers kept for the next POSTs: a reused easy handle keeps its options and
+    /// buffers, where a new one was allocated, set up and freed for every attempt.
+    private var idle: [WebhookTransfer] = []
+    private let idleLimit: Int
 
-    init(policy: WebhookURLPolicy, timeoutMilliseconds: Int, caFile: String?) throws(WebhookError) {
+    /// - Parameter idleLimit: finished transfers kept for reuse; more than can be in flight at once
+    ///   would never be used.
+    init(policy: WebhookURLPolicy, timeoutMilliseconds: Int, caFile: String?, idleLimit: Int = 256)
+        throws(WebhookError)
+    {
         guard let multi = curl_multi_init() else { throw WebhookError("curl_multi_init failed") }
         self.multi = multi
         self.policy = policy
         self.timeoutMilliseconds = timeoutMilliseconds
         self.caFile = caFile
+        self.idleLimit = idleLimit
         // As many connections per receiver as attempts may be in flight to one endpoint (the
         // dispatcher's cap), kept between deliveries.
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 32)
@@ -44,6 +53,7 @@ final class WebhookTransport {
     deinit {
         for (handle, _) in running { curl_multi_remove_handle(multi, handle) }
         running.removeAll()
+        idle.removeAll()
         curl_multi_cleanup(multi)
     }
 
@@ -51,9 +61,14 @@ final class WebhookTransport {
 
     /// Starts a POST; its answer comes out of a later `poll` under `tag`.
     func start(tag: Int64, url: String, headers: [String], body: [UInt8]) throws(WebhookError) {
-        let transfer = try WebhookTransfer(
-            tag: tag, url: url, headers: headers, body: body, policy: policy,
-            timeoutMilliseconds: timeoutMilliseconds, caFile: caFile)
+        let transfer: WebhookTransfer
+        if let kept = idle.popLast() {
+            transfer = kept
+        } else {
+            transfer = try WebhookTransfer(policy: policy, timeoutMilliseconds: timeoutMilliseconds, caFile: caFile)
+        }
+        // A transfer that failed to take its request is not reused: its handle may hold half of it.
+        try transfer.prepare(tag: tag, url: url, headers: headers, body: body)
         guard curl_multi_add_handle(multi, transfer.handle) == CURLM_OK else {
             throw WebhookError("curl_multi_add_handle failed")
         }
@@ -74,6 +89,9 @@ final class WebhookTransport {
         return finished
     }
 
+    /// Transfers kept for reuse (for tests).
+    var idleCount: Int { idle.count }
+
     /// Ends a `poll` early: a stop, or new deliveries due.
     func wake() { curl_multi_wakeup(multi) }
 
@@ -87,44 +105,35 @@ final class WebhookTransport {
             let code = message.pointee.data.result
             curl_multi_remove_handle(multi, handle)
             answers.append((transfer.tag, transfer.answer(code)))
+            if idle.count < idleLimit { idle.append(transfer) }
         }
         return answers
     }
 }
 
-/// One POST on its own easy handle; owns the handle and its header list.
+/// One easy handle and what its current POST needs: the options every POST shares are set once,
+/// the request's own (URL, headers, body) by `prepare` for each POST it carries.
 private final class WebhookTransfer {
     let handle: UnsafeMutableRawPointer
-    let tag: Int64
     let policy: WebhookURLPolicy
+    private(set) var tag: Int64 = 0
     private var headerList: UnsafeMutablePointer<curl_slist>?
-    private let started = DispatchTime.now()
+    private var started = DispatchTime.now()
     /// Why the socket callback refused the address, when it did.
     fileprivate var refusal: String?
     fileprivate var retryAfterSeconds: Int?
 
-    init(
-        tag: Int64, url: String, headers: [String], body: [UInt8], policy: WebhookURLPolicy,
-        timeoutMilliseconds: Int, caFile: String?
-    ) throws(WebhookError) {
+    init(policy: WebhookURLPolicy, timeoutMilliseconds: Int, caFile: String?) throws(WebhookError) {
         guard let handle = curl_easy_init() else { throw WebhookError("curl_easy_init failed") }
         self.handle = handle
-        self.tag = tag
         self.policy = policy
-        for header in ["Content-Type: application/json", "User-Agent: deliveryd-webhooks", "Expect:"] + headers {
-            headerList = curl_slist_append(headerList, header)
-        }
         let me = Unmanaged.passUnretained(self).toOpaque()
         var codes: [CURLcode] = [
-            ccurl_easy_setopt_pointer(handle, CURLOPT_URL, url),
             ccurl_easy_setopt_pointer(handle, CURLOPT_PROTOCOLS_STR, policy.allowsHTTP ? "http,https" : "https"),
             ccurl_easy_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0),
             // An operator's HTTP_PROXY must not carry merchants' URLs past the address check.
             ccurl_easy_setopt_pointer(handle, CURLOPT_PROXY, ""),
             ccurl_easy_setopt_long(handle, CURLOPT_POST, 1),
-            ccurl_easy_setopt_long(handle, CURLOPT_POSTFIELDSIZE, body.count),
-            ccurl_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, body),
-            ccurl_easy_setopt_pointer(handle, CURLOPT_HTTPHEADER, headerList),
             ccurl_easy_setopt_long(handle, CURLOPT_TIMEOUT_MS, timeoutMilliseconds),
             ccurl_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1),
             ccurl_easy_setopt_write_function(handle, Self.onBody),
@@ -136,7 +145,6 @@ private final class WebhookTransfer {
         if let caFile { codes.append(ccurl_easy_setopt_pointer(handle, CURLOPT_CAINFO, caFile)) }
         if let failed = codes.first(where: { $0 != CURLE_OK }) {
             curl_easy_cleanup(handle)
-            curl_slist_free_all(headerList)
             throw WebhookError("curl_easy_setopt: \(String(cString: curl_easy_strerror(failed)))")
         }
     }
@@ -144,6 +152,30 @@ private final class WebhookTransfer {
     deinit {
         curl_easy_cleanup(handle)
         curl_slist_free_all(headerList)
+    }
+
+    /// Sets the next POST's URL, headers and body, and forgets what the last one left.
+    func prepare(tag: Int64, url: String, headers: [String], body: [UInt8]) throws(WebhookError) {
+        self.tag = tag
+        refusal = nil
+        retryAfterSeconds = nil
+        started = DispatchTime.now()
+        // The last POST's list is no longer read: its transfer is finished.
+        curl_slist_free_all(headerList)
+        headerList = nil
+        for header in ["Content-Type: application/json", "User-Agent: deliveryd-webhooks", "Expect:"] + headers {
+            headerList = curl_slist_append(headerList, header)
+        }
+        let codes: [CURLcode] = [
+            ccurl_easy_setopt_pointer(handle, CURLOPT_URL, url),
+            // The size first: COPYPOSTFIELDS copies that many bytes.
+            ccurl_easy_setopt_long(handle, CURLOPT_POSTFIELDSIZE, body.count),
+            ccurl_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, body),
+            ccurl_easy_setopt_pointer(handle, CURLOPT_HTTPHEADER, headerList),
+        ]
+        if let failed = codes.first(where: { $0 != CURLE_OK }) {
+            throw WebhookError("curl_easy_setopt: \(String(cString: curl_easy_strerror(failed)))")
+        }
     }
 
     func answer(_ code: CURLcode) -> WebhookAnswer {

@@ -19,4 +19,21 @@ import Testing
             message: Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8))
         #expect(Hex.encode(code) == "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54")
     }
+
+    /// A kept key signs message after message from its saved states: each code is the one-shot
+    /// code of its own message, whatever was signed before (RFC 4231, test cases 2 and 6).
+    @Test func aKeptKeySignsManyMessagesAlike() {
+        let key = HMACSHA256.Key(Array("Jefe".utf8))
+        let message = Array("what do ya want for nothing?".utf8)
+        for _ in 0..<3 {
+            #expect(
+                Hex.encode(key.authenticationCode(message))
+                    == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+            #expect(key.authenticationCode([]) == HMACSHA256.authenticationCode(key: Array("Jefe".utf8), message: []))
+        }
+        let long = HMACSHA256.Key([UInt8](repeating: 0xaa, count: 131))
+        #expect(
+            Hex.encode(long.authenticationCode(Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8)))
+                == "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54")
+    }
 }

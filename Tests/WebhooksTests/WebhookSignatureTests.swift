@@ -1,5 +1,6 @@
 import Cryptography
 import Foundation
+import Storage
 import Telemetry
 import Testing
 
@@ -48,12 +49,44 @@ import Testing
     }
 
     @Test func headersCarryTheEventIDAndTheAttemptsTimeInSeconds() {
+        let secret = WebhookSecret(bytes: [UInt8](repeating: 7, count: 24))
         let headers = WebhookSignature.headers(
             id: "msg_x", attemptedAt: Date(timeIntervalSince1970: 1_700_000_000.9), body: [],
-            secrets: [WebhookSecret(bytes: [UInt8](repeating: 7, count: 24))])
+            keys: [HMACSHA256.Key(secret.bytes)])
         #expect(headers[0] == "webhook-id: msg_x")
         #expect(headers[1] == "webhook-timestamp: 1700000000")
-        #expect(headers[2].hasPrefix("webhook-signature: v1,"))
+        #expect(
+            headers[2]
+                == "webhook-signature: "
+                + WebhookSignature.header(id: "msg_x", timestamp: 1_700_000_000, body: [], secrets: [secret]))
+    }
+
+    /// The dispatcher's signer keeps an endpoint's keys, and signs with the new secrets as soon as a
+    /// delivery carries them (a rotation), never with the ones it kept.
+    @Test func theSignerFollowsARotation() throws {
+        let key = SealingKey.generate()
+        let old = WebhookSecret.generate()
+        let new = WebhookSecret.generate()
+        func delivery(_ secrets: [WebhookSecret], sealedWith sealing: SealingKey? = nil) throws -> WebhookDelivery {
+            WebhookDelivery(
+                source: .row(id: 1), endpointID: "ep_1", eventID: "msg_1", eventCreatedAt: Date(), attempts: 0,
+                body: [1, 2, 3], url: "https://x",
+                secretSealed: try secrets[0].sealed(with: sealing ?? key, endpointID: "ep_1"),
+                previousSecretSealed: try secrets.dropFirst().first?.sealed(with: key, endpointID: "ep_1"),
+                failingSince: nil)
+        }
+        func signature(_ secrets: [WebhookSecret]) -> String {
+            "webhook-signature: "
+                + WebhookSignature.header(id: "msg_1", timestamp: 5, body: [1, 2, 3], secrets: secrets)
+        }
+        let signer = WebhookSigner(sealingKey: key)
+        let at = Date(timeIntervalSince1970: 5)
+        #expect(try signer.headers(for: delivery([old]), attemptedAt: at)[2] == signature([old]))
+        #expect(try signer.headers(for: delivery([old]), attemptedAt: at)[2] == signature([old]))
+        #expect(try signer.headers(for: delivery([new, old]), attemptedAt: at)[2] == signature([new, old]))
+        #expect(try signer.headers(for: delivery([new]), attemptedAt: at)[2] == signature([new]))
+        let foreign = try delivery([new], sealedWith: .generate())
+        #expect(throws: CryptoError.self) { try signer.headers(for: foreign, attemptedAt: at) }
     }
 }
 
