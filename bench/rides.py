@@ -208,6 +208,10 @@ def report(runs, outcomes):
         json.dump({"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "riders": RIDERS, "rate": RATE,
                    "batch": BATCH,
                    "duration_s": DURATION, "runs": runs, "outcomes": outcomes}, file, indent=2)
+    # A B phase that posted far more than RATE measured another load: say so rather than report it.
+    paced = [run for run in mixed if run["positions_per_s"] <= 1.2 * RATE]
+    if len(paced) < len(mixed):
+        sys.exit(f"positions were not paced to {RATE}/s: " + ", ".join(str(run["positions_per_s"]) for run in mixed))
     print(f"batch={BATCH} changes_per_s={changes:.0f} changes_with_positions_per_s={changes_mixed:.0f} "
           f"slowdown_pct={100 * (1 - changes_mixed / changes):.1f} positions_per_s={positions_mixed:.0f} "
           f"max_positions_per_s={flat['positions_per_s']} cpu_us_per_change={cpu_per_change:.0f} "

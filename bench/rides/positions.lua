@@ -1,8 +1,9 @@
 -- wrk script: riders posting where they are, once for all their open orders
 -- (POST /v1/riders/{id}/position). Each thread takes its share of RIDERS_FILE ("riderId key" a
 -- line) and walks it round robin. RATE (positions a second, all threads together; 0: as fast as
--- the server answers) paces the connections: each waits before each request, and the wait is
--- corrected every second by the rate reached, so that the server's latency does not lower it.
+-- the server answers) paces the connections: each waits before each request, and every second the
+-- wait is set again from the last second's answers, so that neither the server's latency nor a
+-- change in it moves the rate away from RATE for more than a second.
 -- BATCH (default 1) positions go in each request, as an app posting what it gathered does.
 -- Every rider rides toward the door (DEST_LAT, DEST_LON) from 6 km at 5 m/s, never closer than
 -- 300 m; its recordedAt only grows (a millisecond past the previous when the clock has not moved).
@@ -27,9 +28,12 @@ function init(args)
     destination = { tonumber(os.getenv("DEST_LAT")), tonumber(os.getenv("DEST_LON")) }
     batch = tonumber(os.getenv("BATCH") or "1")
     target = tonumber(os.getenv("RATE") or "0") / threads / batch
-    pause = target > 0 and 1000 * tonumber(os.getenv("CONNECTIONS")) / threads / target or 0
+    connections = tonumber(os.getenv("CONNECTIONS")) / threads
+    pause = target > 0 and 1000 * connections / target or 0
     window = os.time()
     answered = 0
+    windowAnswered = 0
+    firstWindow = true
     started = os.time()
     sent = 0
 end
@@ -41,13 +45,25 @@ end
 function response(status, headers, body)
     if target == 0 then return end
     answered = answered + 1
+    windowAnswered = windowAnswered + 1
     local now = os.time()
-    if now > window then
-        -- The rate since the start, not the last second: the wait settles instead of swinging.
-        local reached = answered / (now - started)
-        pause = math.min(5000, math.max(0, pause * reached / target))
-        if reached < target and pause < 1 then pause = 0 end
+    if now > window and not firstWindow then
+        -- Each connection waits `pause`, then for the answer: a second brings
+        -- connections / (pause + latency) answers, which gives the latency of the last window.
+        local rate = windowAnswered / (now - window)
+        local latency = math.max(0, 1000 * connections / math.max(rate, 1) - pause)
+        -- Aim at what brings the rate since the start back to the target, within half of it.
+        local behind = target * (now - started) - answered
+        local aim = math.min(1.5 * target, math.max(0.5 * target, target + behind))
+        pause = math.min(5000, math.max(0, 1000 * connections / aim - latency))
         window = now
+        windowAnswered = 0
+    elseif now > window then
+        -- The first window began when the thread did, part of the way into a second: its count
+        -- says nothing of the rate (one answer in it once set the wait to zero).
+        firstWindow = false
+        window = now
+        windowAnswered = 0
     end
 end
 
