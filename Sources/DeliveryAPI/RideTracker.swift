@@ -47,7 +47,7 @@ public final class RideTracker: Sendable {
     /// Rides by a hash of their order id, each shard under its own lock: the handler threads feed
     /// positions side by side (one lock for all made them queue: 9 % of the CPU in the lock's slow
     /// path, positions alone). Projections run outside the locks.
-    private let shards: [LockedShard]
+    private let shards: ShardedMutex<Shard>
     /// Held while due rides are stored, so that two stores never race (an older state committed
     /// after a newer one); its value says whether the last store failed, to log a failure once.
     private let storing = Mutex(false)
@@ -63,17 +63,7 @@ public final class RideTracker: Sendable {
         self.projector = projector
         self.interval = interval
         self.idleLifetime = idleLifetime
-        self.shards = (0..<max(1, shards)).map { _ in LockedShard() }
-    }
-
-    /// A `Mutex` is not copyable: each shard's lives in a box of its own.
-    private final class LockedShard: Sendable {
-        let lock = Mutex(Shard())
-    }
-
-    private func shard(_ orderID: String) -> LockedShard {
-        // The process's own hash is enough: shards live in memory only.
-        shards[Int(UInt(bitPattern: orderID.hashValue) % UInt(shards.count))]
+        self.shards = ShardedMutex(shards: shards) { Shard() }
     }
 
     /// Feeds one checked position of `order`'s rider (the order as stored, open and assigned).
@@ -98,14 +88,13 @@ public final class RideTracker: Sendable {
     }
 
     private func feed(_ position: RiderPosition, for order: Order, now: Date) -> Ignored? {
-        let shard = shard(order.id)
-        let cached = shard.lock.withLock { shard in
+        let cached = shards.withLock(for: order.id) { shard in
             shard.rides[order.id].flatMap { $0.status == order.status && $0.baseOf == order.updatedAt ? $0.base : nil }
         }
         let base = cached ?? projector.baseContentState(for: order)
         // What the customer sees of the stored order: a new ride pushes only news.
         let shownBefore = projector.withRide(of: order, on: base)
-        let recorded = shard.lock.withLock { shard -> (ignored: Ignored?, tracking: DeliveryTracking?) in
+        let recorded = shards.withLock(for: order.id) { shard -> (ignored: Ignored?, tracking: DeliveryTracking?) in
             var ride: Ride
             if let known = shard.rides[order.id], known.status == order.status {
                 ride = known
@@ -123,7 +112,7 @@ public final class RideTracker: Sendable {
         }
         guard recorded.ignored == nil, let tracking = recorded.tracking else { return recorded.ignored }
         let state = projector.withRide(of: order.tracked(tracking), on: base)
-        shard.lock.withLock { shard in
+        shards.withLock(for: order.id) { shard in
             // A newer position that overtook this one meanwhile leaves its own state instead.
             guard var ride = shard.rides[order.id], ride.estimator.tracking == tracking else { return }
             ride.pending = (tracking, state)
@@ -138,30 +127,28 @@ public final class RideTracker: Sendable {
     /// Taking marks them stored; a failed store is undone with `forget`.
     public func takeDue(now: Date, all: Bool = false) -> [RideUpdate] {
         var updates: [RideUpdate] = []
-        for shard in shards {
-            shard.lock.withLock { shard in
-                var taken: [String] = []
-                for orderID in shard.pendingOrders {
-                    guard var ride = shard.rides[orderID], let pending = ride.pending else {
-                        taken.append(orderID)
-                        continue
-                    }
-                    if !all, let storedAt = ride.storedAt, now.timeIntervalSince(storedAt) < interval { continue }
-                    updates.append(
-                        RideUpdate(
-                            orderID: orderID, tracking: pending.tracking, queuesPushes: pending.state != ride.shown))
-                    ride.shown = pending.state
-                    ride.storedAt = now
-                    ride.pending = nil
-                    shard.rides[orderID] = ride
+        shards.forEachShard { shard in
+            var taken: [String] = []
+            for orderID in shard.pendingOrders {
+                guard var ride = shard.rides[orderID], let pending = ride.pending else {
                     taken.append(orderID)
+                    continue
                 }
-                for orderID in taken { shard.pendingOrders.remove(orderID) }
-                if now.timeIntervalSince(shard.lastSweep) >= idleLifetime / 10 {
-                    shard.lastSweep = now
-                    shard.rides = shard.rides.filter {
-                        $0.value.pending != nil || now.timeIntervalSince($0.value.lastPositionAt) < idleLifetime
-                    }
+                if !all, let storedAt = ride.storedAt, now.timeIntervalSince(storedAt) < interval { continue }
+                updates.append(
+                    RideUpdate(
+                        orderID: orderID, tracking: pending.tracking, queuesPushes: pending.state != ride.shown))
+                ride.shown = pending.state
+                ride.storedAt = now
+                ride.pending = nil
+                shard.rides[orderID] = ride
+                taken.append(orderID)
+            }
+            for orderID in taken { shard.pendingOrders.remove(orderID) }
+            if now.timeIntervalSince(shard.lastSweep) >= idleLifetime / 10 {
+                shard.lastSweep = now
+                shard.rides = shard.rides.filter {
+                    $0.value.pending != nil || now.timeIntervalSince($0.value.lastPositionAt) < idleLifetime
                 }
             }
         }
@@ -172,7 +159,7 @@ public final class RideTracker: Sendable {
     /// again from the order as stored.
     public func forget(_ orderIDs: some Sequence<String>) {
         for orderID in orderIDs {
-            shard(orderID).lock.withLock { shard in
+            shards.withLock(for: orderID) { shard in
                 shard.rides[orderID] = nil
                 shard.pendingOrders.remove(orderID)
             }
@@ -199,7 +186,11 @@ public final class RideTracker: Sendable {
     }
 
     /// Rides kept in memory.
-    public var count: Int { shards.reduce(0) { total, shard in total + shard.lock.withLock { $0.rides.count } } }
+    public var count: Int {
+        var total = 0
+        shards.forEachShard { total += $0.rides.count }
+        return total
+    }
 }
 
 /// What one `RideTracker.storeDue` did.

@@ -172,8 +172,8 @@ public final class Database: Sendable {
         do {
             return try readers[index].withConnection { connection in
                 guard inTransaction else { return try body(connection) }
-                try connection.execute("BEGIN")
-                defer { try? connection.execute("COMMIT") }
+                try connection.executeCached("BEGIN")
+                defer { try? connection.executeCached("COMMIT") }
                 return try body(connection)
             }
         } catch {

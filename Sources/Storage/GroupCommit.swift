@@ -124,7 +124,7 @@ final class GroupCommitter: Sendable {
     /// - Returns: whether the COMMIT succeeded (every write of a failed one got its error).
     private static func run(_ group: [PendingWrite], on connection: SQLiteConnection) -> Bool {
         do {
-            try connection.execute("BEGIN IMMEDIATE")
+            try connection.executeCached("BEGIN IMMEDIATE")
         } catch {
             for write in group { write.fail(error) }
             return false
@@ -152,7 +152,7 @@ final class GroupCommitter: Sendable {
             }
         }
         do {
-            try connection.execute("COMMIT")
+            try connection.executeCached("COMMIT")
             return true
         } catch {
             if !connection.isAutocommit { try? connection.execute("ROLLBACK") }

@@ -52,9 +52,9 @@ struct APIKeyCacheTests {
         #expect(reads.count == 2)
     }
 
-    /// The cache holds at most its capacity.
+    /// The cache holds at most its capacity (here in one shard; each of several holds its part).
     @Test func theCacheStaysWithinItsCapacity() throws {
-        let cache = APIKeyCache(lifetime: 60, capacity: 2)
+        let cache = APIKeyCache(lifetime: 60, capacity: 2, shards: 1)
         let reads = Reads()
         let read: (String) throws(StorageError) -> APIKeyRecord? = { [record] _ in
             reads.count += 1

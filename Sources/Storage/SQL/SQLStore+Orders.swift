@@ -28,13 +28,9 @@ extension SQLStore {
     /// that rider moves.
     public func openOrders(merchantID: String, riderID: String, limit: Int) throws(StorageError) -> [Order] {
         try readSession { connection in
-            try connection.cached(
-                """
-                SELECT \(StoreSQL.orderColumns) FROM orders
-                WHERE merchant_id = ? AND rider_id = ? AND status NOT IN ('delivered', 'cancelled')
-                ORDER BY created_at, id LIMIT ?
-                """
-            ).rows([.text(merchantID), .text(riderID), .integer(Int64(limit))]) {
+            try connection.cached(StoreSQL.openOrdersOfRider).rows([
+                .text(merchantID), .text(riderID), .integer(Int64(limit)),
+            ]) {
                 try StoreSQL.decodeOrder($0, withItems: false)
             }
         }
@@ -173,6 +169,15 @@ extension SQLStore {
 }
 
 extension StoreSQL {
+    /// A rider's open orders, read on every position the rider posts: its terms are those of the
+    /// partial index `orders_open_by_rider` (migration 0014), which holds only open orders in this
+    /// order, so that neither a rider's history nor a sort is read.
+    static let openOrdersOfRider = """
+        SELECT \(orderColumns) FROM orders
+        WHERE merchant_id = ? AND rider_id = ? AND status NOT IN ('delivered', 'cancelled')
+        ORDER BY created_at, id LIMIT ?
+        """
+
     static let orderColumns = """
         id, merchant_id, number, merchant_name, items_json, customer_id, customer_name, customer_phone,
         customer_locale, address, payment_method, payment_brand, payment_last4, note, status, cancelled_at_status,

@@ -43,6 +43,13 @@ package final class SQLiteConnection: SQLSession {
         try check(result, sql: sql)
     }
 
+    /// Runs one statement that returns no rows through the statement cache: for the statements every
+    /// read and write transaction runs (`BEGIN`, `COMMIT`), which `execute` compiled each time
+    /// (3 % of the CPU of positions alone).
+    package func executeCached(_ sql: String) throws(SQLiteError) {
+        try cached(sql).run([])
+    }
+
     /// A prepared statement for `sql`, compiled once per connection and reused.
     ///
     /// The statement is reset and its bindings cleared before it is handed out again.
@@ -61,10 +68,10 @@ package final class SQLiteConnection: SQLSession {
     /// `IMMEDIATE` takes the write lock up front, so a transaction never fails half-way with
     /// `SQLITE_BUSY` on its first write. The value is returned only after COMMIT succeeded.
     package func transaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN IMMEDIATE")
+        try executeCached("BEGIN IMMEDIATE")
         do {
             let value = try body()
-            try execute("COMMIT")
+            try executeCached("COMMIT")
             return value
         } catch {
             if !isAutocommit { try? execute("ROLLBACK") }
