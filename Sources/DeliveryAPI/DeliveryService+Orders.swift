@@ -186,8 +186,14 @@ extension DeliveryService {
                     200,
                     .object(["order": Views.order(stored.outcome.order, for: principal), "transition": transition]))
             } afterCommit: {
-                if case .applied(let order, let event) = stored.outcome, event.from != event.to {
-                    self.metrics.transitions.increment([event.from.rawValue, order.status.rawValue])
+                if case .applied(let order, let event) = stored.outcome {
+                    if event.from != event.to {
+                        self.metrics.transitions.increment([event.from.rawValue, order.status.rawValue])
+                    }
+                    // What a position of the order's rider (or of the rider it had) reads changed.
+                    for riderID in Set([current.rider?.id, order.rider?.id].compactMap { $0 }) {
+                        self.riderOrders.forget(merchantID: order.merchantID, riderID: riderID)
+                    }
                 }
                 self.wakePusher(pushesQueued)
             }

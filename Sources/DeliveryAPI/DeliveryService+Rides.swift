@@ -35,7 +35,10 @@ extension DeliveryService {
             throw APIError.forbidden("a rider key posts only its own rider's positions")
         }
         let positions = try readPositions(call)
-        let orders = try store.openOrders(merchantID: merchantID, riderID: riderID, limit: Self.ordersPerRiderPosition)
+        let orders = try riderOrders.orders(merchantID: merchantID, riderID: riderID, now: call.now) {
+            () throws(StorageError) in
+            try store.openOrders(merchantID: merchantID, riderID: riderID, limit: Self.ordersPerRiderPosition)
+        }
         let outcomes = orders.map { outcome(of: positions, for: $0, now: call.now) }
         return json(202, .object(["riderId": .string(riderID), "orders": .array(outcomes)]))
     }

@@ -106,6 +106,8 @@ public struct DeliveryService: Sendable {
     let statsSnapshots: StatsSnapshots
     /// API keys read in the last second, so that a request does not read its key's row.
     let apiKeys = APIKeyCache()
+    /// Riders' open orders, which every position needs.
+    let riderOrders = RiderOrdersCache()
     /// Riders' positions between two stores of their rides.
     public let rides: RideTracker
     /// The dashboard's curves, sampled by `recordHistorySample`.

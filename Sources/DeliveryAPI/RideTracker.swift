@@ -29,7 +29,8 @@ public final class RideTracker: Sendable {
         var base: ContentState
         var baseOf: Date
         var storedAt: Date?
-        var pending: (tracking: DeliveryTracking, state: ContentState)?
+        /// The newest state not stored yet, and the rider whose position made it.
+        var pending: (tracking: DeliveryTracking, state: ContentState, riderID: String)?
         var lastPositionAt: Date
     }
 
@@ -115,7 +116,7 @@ public final class RideTracker: Sendable {
         shards.withLock(for: order.id) { shard in
             // A newer position that overtook this one meanwhile leaves its own state instead.
             guard var ride = shard.rides[order.id], ride.estimator.tracking == tracking else { return }
-            ride.pending = (tracking, state)
+            ride.pending = (tracking, state, order.rider?.id ?? "")
             shard.rides[order.id] = ride
             shard.pendingOrders.insert(order.id)
         }
@@ -137,7 +138,8 @@ public final class RideTracker: Sendable {
                 if !all, let storedAt = ride.storedAt, now.timeIntervalSince(storedAt) < interval { continue }
                 updates.append(
                     RideUpdate(
-                        orderID: orderID, tracking: pending.tracking, queuesPushes: pending.state != ride.shown))
+                        orderID: orderID, riderID: pending.riderID, tracking: pending.tracking,
+                        queuesPushes: pending.state != ride.shown))
                 ride.shown = pending.state
                 ride.storedAt = now
                 ride.pending = nil

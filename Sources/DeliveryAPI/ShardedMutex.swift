@@ -20,7 +20,7 @@ final class ShardedMutex<Shard: Sendable>: Sendable {
 
     /// Runs `body` on the shard of `key`, under that shard's lock.
     func withLock<Result: Sendable, Failure: Error>(
-        for key: String, _ body: (inout Shard) throws(Failure) -> Result
+        for key: some Hashable, _ body: (inout Shard) throws(Failure) -> Result
     ) throws(Failure) -> Result {
         // The process's own hash is enough: shards live in memory only.
         try boxes[Int(UInt(bitPattern: key.hashValue) % UInt(boxes.count))].lock.withLock { (shard) throws(Failure) in

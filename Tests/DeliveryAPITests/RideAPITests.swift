@@ -313,6 +313,36 @@ struct RideAPITests {
         #expect(none.status == 202 && (none.json["orders"] as? [Any])?.isEmpty == true)
     }
 
+    /// A rider's orders are kept a second between posts, yet a change through the API shows in the
+    /// rider's next post at once (the clock does not move here): an order given to the rider, one
+    /// taken away, one delivered. A position posted before the order went to another rider moves
+    /// nothing when the ride is stored.
+    @Test func aRidersOrdersFollowChangesAtOnce() throws {
+        func orderIDs(_ reply: APIHarness.Reply) -> Set<String> {
+            Set(((reply.json["orders"] as? [[String: Any]]) ?? []).compactMap { $0["orderId"] as? String })
+        }
+        let first = try deliveringOrder(number: "A-1")
+        let post = { try self.api.send("POST", "/v1/riders/r-1/position", as: first.rider, json: self.position(2_500)) }
+        #expect(orderIDs(try post()) == [first.orderID])
+        let second = try deliveringOrder(number: "A-2", merchant: first.merchant)
+        #expect(orderIDs(try post()) == [first.orderID, second.orderID])
+
+        // Given to r-2 after r-1's position: that position is not stored on it.
+        try #require(
+            try api.send(
+                "PUT", "/v1/orders/\(first.orderID)/rider", as: first.merchant, json: ["riderId": "r-2", "name": "Bo"]
+            ).status == 200)
+        #expect(orderIDs(try post()) == [second.orderID])
+        service.storeDueRides()
+        #expect(try store.order(id: first.orderID)?.tracking == nil)
+        #expect(abs((try store.order(id: second.orderID)?.tracking?.remainingDistance ?? 0) - 2_500) < 0.5)
+
+        try #require(
+            try api.send("POST", "/v1/orders/\(second.orderID)/status", as: first.rider, json: ["status": "delivered"])
+                .status == 200)
+        #expect(orderIDs(try post()).isEmpty)
+    }
+
     /// Riders are their merchant's own: merchant m-2 naming its rider r-1 on 20 orders of its own
     /// neither crowds m-1's order out of m-1's r-1's posts, nor learns anything of that ride.
     @Test func anotherMerchantsRiderOfTheSameNameIsAnotherRider() throws {

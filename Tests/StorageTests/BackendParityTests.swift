@@ -58,16 +58,22 @@ struct BackendParityTests {
         note("cancel o-2", try StoreFixtures.setStatus(store, "o-2", .cancelled, at: t.addingTimeInterval(20)))
         note("illegal", Self.outcome { try StoreFixtures.setStatus(store, "o-2", .preparing) })
         note(
+            "assign o-1",
+            try store.change(orderID: "o-1", now: t.addingTimeInterval(25)) { order throws(OrderError) in
+                try order.assigning(
+                    Rider(id: "r-1", name: "Rita", phone: nil), by: .admin, at: t.addingTimeInterval(25))
+            } as Any)
+        note(
             "rides",
             try store.recordRides(
                 [
                     RideUpdate(
-                        orderID: "o-1",
+                        orderID: "o-1", riderID: "r-1",
                         tracking: DeliveryTracking(
                             positionAt: t.addingTimeInterval(30), remainingDistance: 1_234.5, initialDistance: 2_000,
                             estimatedArrival: t.addingTimeInterval(600)), queuesPushes: true),
                     RideUpdate(
-                        orderID: "o-2",
+                        orderID: "o-2", riderID: "r-1",
                         tracking: DeliveryTracking(
                             positionAt: t, remainingDistance: nil, initialDistance: nil, estimatedArrival: nil),
                         queuesPushes: true),

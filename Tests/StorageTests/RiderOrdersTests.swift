@@ -44,6 +44,25 @@ struct RiderOrdersTests {
         #expect(try store.openOrders(merchantID: "m-1", riderID: "r-1", limit: 20).map(\.id) == ["o-52", "o-53"])
     }
 
+    /// A ride is stored only on an order still open and still the rider's: positions kept in memory
+    /// while the order went to another rider (or closed) move nothing.
+    @Test(arguments: StoreBackend.all)
+    func aRideIsStoredOnlyForTheRiderOfTheOrder(backend: StoreBackend) throws {
+        let place = StoreContractTests.Place()
+        let store = try backend.open(place.path)
+        try Self.history(store, closed: 1, open: [("o-50", "r-1"), ("o-51", "r-2")])
+        let tracking = DeliveryTracking(
+            positionAt: StoreFixtures.t0, remainingDistance: 900, initialDistance: 2_000,
+            estimatedArrival: StoreFixtures.t0.addingTimeInterval(300))
+        let rides = ["o-00", "o-50", "o-51"].map {
+            RideUpdate(orderID: $0, riderID: "r-1", tracking: tracking, queuesPushes: false)
+        }
+        _ = try store.recordRides(rides, now: StoreFixtures.t0)
+        #expect(try store.order(id: "o-50")?.tracking == tracking)
+        #expect(try store.order(id: "o-51")?.tracking == nil, "another rider's order")
+        #expect(try store.order(id: "o-00")?.tracking == nil, "a closed order")
+    }
+
     /// SQLite reads them through the index of open orders, in its order: no sort, no delivered order.
     @Test func sqliteReadsThemThroughTheIndexOfOpenOrders() throws {
         let place = StoreContractTests.Place()

@@ -37,7 +37,8 @@ extension SQLStore {
     }
 
     /// Stores what positions told of some rides, in one transaction, and queues a push to every live
-    /// activity of the orders whose shown state changed; an order closed meanwhile is left alone.
+    /// activity of the orders whose shown state changed; an order closed or given to another rider
+    /// meanwhile is left alone.
     /// - Returns: the pushes queued.
     public func recordRides(_ updates: [RideUpdate], now: Date) throws(StorageError) -> Int {
         guard !updates.isEmpty else { return 0 }
@@ -47,9 +48,9 @@ extension SQLStore {
                 try connection.cached(
                     """
                     UPDATE orders SET ride_position_at = ?, ride_remaining_m = ?, ride_initial_m = ?, ride_eta = ?
-                    WHERE id = ? AND status NOT IN ('delivered', 'cancelled')
+                    WHERE id = ? AND rider_id = ? AND status NOT IN ('delivered', 'cancelled')
                     """
-                ).run(StoreSQL.rideValues(update.tracking) + [.text(update.orderID)])
+                ).run(StoreSQL.rideValues(update.tracking) + [.text(update.orderID), .text(update.riderID)])
                 guard update.queuesPushes, connection.changes > 0 else { continue }
                 for activity in try StoreSQL.liveActivityIDs(orderID: update.orderID, connection) {
                     try StoreSQL.enqueue(
@@ -314,12 +315,15 @@ extension StoreSQL {
 /// What the positions of one ride changed, to store.
 public struct RideUpdate: Sendable, Hashable {
     public let orderID: String
+    /// The rider whose positions these are: an order given to another rider meanwhile is left alone.
+    public let riderID: String
     public let tracking: DeliveryTracking
     /// Whether the customer's activity shows something new: then its live activities get a push.
     public let queuesPushes: Bool
 
-    public init(orderID: String, tracking: DeliveryTracking, queuesPushes: Bool) {
+    public init(orderID: String, riderID: String, tracking: DeliveryTracking, queuesPushes: Bool) {
         self.orderID = orderID
+        self.riderID = riderID
         self.tracking = tracking
         self.queuesPushes = queuesPushes
     }

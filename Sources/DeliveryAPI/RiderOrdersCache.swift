@@ -1,0 +1,69 @@
+import FoundationEssentials
+import OrderDomain
+import Storage
+
+/// Riders' open orders as read from the store, kept for a second. A rider's app posts its position
+/// every few seconds, each post needs the rider's open orders, and reading them was most of what a
+/// position cost.
+///
+/// A change through this node to an order with a rider (its status, its ETA, its rider) forgets the
+/// riders concerned when it commits (`forget`), and a read that a forget overtook is not kept; a
+/// change through another node is seen within `lifetime`. Meanwhile the ride store moves only
+/// orders still open and still the posting rider's, so a late position moves nothing it should not.
+/// Each shard holds at most its part of `capacity` riders and starts over when full.
+final class RiderOrdersCache: Sendable {
+    private struct Rider: Hashable {
+        let merchantID: String
+        let riderID: String
+    }
+
+    private struct Entry {
+        let orders: [Order]
+        let readAt: Date
+    }
+
+    private struct Shard {
+        var entries: [Rider: Entry] = [:]
+        /// Forgets so far: a read that began before one is not kept, whichever rider it forgot.
+        var forgets = 0
+    }
+
+    private let lifetime: TimeInterval
+    private let shardCapacity: Int
+    private let shards: ShardedMutex<Shard>
+
+    init(lifetime: TimeInterval = 1, capacity: Int = 10_000, shards: Int = 16) {
+        self.lifetime = lifetime
+        self.shardCapacity = max(1, capacity / max(1, shards))
+        self.shards = ShardedMutex(shards: shards) { Shard() }
+    }
+
+    /// The rider's open orders, from memory when read less than `lifetime` before `now`, else from `read`.
+    func orders(
+        merchantID: String, riderID: String, now: Date, read: () throws(StorageError) -> [Order]
+    ) throws(StorageError) -> [Order] {
+        let rider = Rider(merchantID: merchantID, riderID: riderID)
+        let (cached, forgets) = shards.withLock(for: rider) { shard -> ([Order]?, Int) in
+            guard let entry = shard.entries[rider], now >= entry.readAt, now.timeIntervalSince(entry.readAt) < lifetime
+            else { return (nil, shard.forgets) }
+            return (entry.orders, shard.forgets)
+        }
+        if let cached { return cached }
+        let orders = try read()
+        shards.withLock(for: rider) { shard in
+            guard shard.forgets == forgets else { return }
+            if shard.entries.count >= shardCapacity { shard.entries.removeAll(keepingCapacity: true) }
+            shard.entries[rider] = Entry(orders: orders, readAt: now)
+        }
+        return orders
+    }
+
+    /// Drops what is kept of the rider's orders: one of them changed.
+    func forget(merchantID: String, riderID: String) {
+        let rider = Rider(merchantID: merchantID, riderID: riderID)
+        shards.withLock(for: rider) { shard in
+            shard.entries[rider] = nil
+            shard.forgets &+= 1
+        }
+    }
+}
