@@ -28,6 +28,29 @@ extension DeliveryService {
     /// carrying three orders posts once, not three times). Only the orders of the rider's own merchant:
     /// another merchant naming a rider of the same id names another rider.
     func postRiderPosition(_ call: Call) throws -> HTTPResponse {
+        let answer = try answerRiderPosition(call) { merchantID, riderID throws(StorageError) in
+            try riderOrders.orders(merchantID: merchantID, riderID: riderID, now: call.now) { () throws(StorageError) in
+                try store.openOrders(merchantID: merchantID, riderID: riderID, limit: Self.ordersPerRiderPosition)
+            }
+        }
+        guard let answer else { throw APIError.internalError() }
+        return answer
+    }
+
+    /// `postRiderPosition` on the event loop while the rider's orders are kept in memory (a rider
+    /// posting every few seconds finds them there): no hand-over to a handler thread and back.
+    /// `nil` when they must be read, and the pooled handler answers.
+    func postRiderPositionFromMemory(_ call: Call) throws -> HTTPResponse? {
+        try answerRiderPosition(call) { merchantID, riderID in
+            riderOrders.cachedOrders(merchantID: merchantID, riderID: riderID, now: call.now)
+        }
+    }
+
+    /// The rider's positions fed to the rider's open orders, as `orders` finds them (`nil`: not
+    /// without a read, and nothing was fed).
+    private func answerRiderPosition(
+        _ call: Call, orders: (_ merchantID: String, _ riderID: String) throws(StorageError) -> [Order]?
+    ) throws -> HTTPResponse? {
         guard case .rider(let riderID, let merchantID) = try staffPrincipal(call, orderID: nil) else {
             throw APIError.forbidden("only riders post positions")
         }
@@ -35,10 +58,7 @@ extension DeliveryService {
             throw APIError.forbidden("a rider key posts only its own rider's positions")
         }
         let positions = try readPositions(call)
-        let orders = try riderOrders.orders(merchantID: merchantID, riderID: riderID, now: call.now) {
-            () throws(StorageError) in
-            try store.openOrders(merchantID: merchantID, riderID: riderID, limit: Self.ordersPerRiderPosition)
-        }
+        guard let orders = try orders(merchantID, riderID) else { return nil }
         let outcomes = orders.map { outcome(of: positions, for: $0, now: call.now) }
         return json(202, .object(["riderId": .string(riderID), "orders": .array(outcomes)]))
     }

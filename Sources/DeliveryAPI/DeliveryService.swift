@@ -197,7 +197,9 @@ public struct DeliveryService: Sendable {
         route(&router, "GET", "/v1/orders/{id}/live-activity", showLiveActivity)
         route(&router, "POST", "/v1/orders/{id}/live-activity/start", writing: startLiveActivity)
         route(&router, "POST", "/v1/orders/{id}/position", postOrderPosition)
-        route(&router, "POST", "/v1/riders/{riderId}/position", postRiderPosition)
+        route(
+            &router, "POST", "/v1/riders/{riderId}/position", fromMemory: postRiderPositionFromMemory,
+            postRiderPosition)
         route(&router, "POST", "/v1/orders/{id}/tracking-token", reissueTrackingToken)
         route(&router, "GET", "/v1/orders/{id}/pushes", showPushes)
         route(&router, "GET", "/v1/orders/{id}/timeline", showTimeline)

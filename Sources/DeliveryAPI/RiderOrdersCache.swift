@@ -43,10 +43,8 @@ final class RiderOrdersCache: Sendable {
         merchantID: String, riderID: String, now: Date, read: () throws(StorageError) -> [Order]
     ) throws(StorageError) -> [Order] {
         let rider = Rider(merchantID: merchantID, riderID: riderID)
-        let (cached, forgets) = shards.withLock(for: rider) { shard -> ([Order]?, Int) in
-            guard let entry = shard.entries[rider], now >= entry.readAt, now.timeIntervalSince(entry.readAt) < lifetime
-            else { return (nil, shard.forgets) }
-            return (entry.orders, shard.forgets)
+        let (cached, forgets) = shards.withLock(for: rider) { shard in
+            (fresh(shard.entries[rider], now: now), shard.forgets)
         }
         if let cached { return cached }
         let orders = try read()
@@ -56,6 +54,17 @@ final class RiderOrdersCache: Sendable {
             shard.entries[rider] = Entry(orders: orders, readAt: now)
         }
         return orders
+    }
+
+    /// The rider's open orders when read less than `lifetime` before `now`; `nil` otherwise.
+    func cachedOrders(merchantID: String, riderID: String, now: Date) -> [Order]? {
+        let rider = Rider(merchantID: merchantID, riderID: riderID)
+        return shards.withLock(for: rider) { shard in fresh(shard.entries[rider], now: now) }
+    }
+
+    private func fresh(_ entry: Entry?, now: Date) -> [Order]? {
+        guard let entry, now >= entry.readAt, now.timeIntervalSince(entry.readAt) < lifetime else { return nil }
+        return entry.orders
     }
 
     /// Drops what is kept of the rider's orders: one of them changed.

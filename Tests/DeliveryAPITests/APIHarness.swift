@@ -79,8 +79,14 @@ final class APIHarness: Sendable {
 
     /// The answer the event loop would give from memory (see `Router.MemoryHandler`); `nil` when
     /// the route would hand the request to its pooled handler.
-    func sendFromMemory(_ method: String, _ path: String, as credential: String) -> Reply? {
-        var request = HTTPRequest(method: method, path: path, headers: [("Authorization", "Bearer " + credential)])
+    func sendFromMemory(_ method: String, _ path: String, as credential: String, json body: Any? = nil) -> Reply? {
+        var headers = [("Authorization", "Bearer " + credential)]
+        var bytes: [UInt8] = []
+        if let body, let data = try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]) {
+            bytes = Array(data)
+            headers.append(("Content-Type", "application/json"))
+        }
+        var request = HTTPRequest(method: method, path: path, headers: headers, body: bytes)
         Self.splitQuery(&request)
         guard
             case .found(_, let parameters, .fromMemory(let attempt), _) = router.resolve(

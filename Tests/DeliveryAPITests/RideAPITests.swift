@@ -343,6 +343,43 @@ struct RideAPITests {
         #expect(orderIDs(try post()).isEmpty)
     }
 
+    /// A rider whose orders are kept is answered on the event loop, from memory, as the pooled
+    /// handler would answer; after a change to one of its orders, or with a wrong rider or body, too.
+    @Test func aRidersPositionIsAnsweredFromMemoryOnceItsOrdersAreKept() throws {
+        func orderIDs(_ reply: APIHarness.Reply?) -> Set<String> {
+            Set(((reply?.json["orders"] as? [[String: Any]]) ?? []).compactMap { $0["orderId"] as? String })
+        }
+        let first = try deliveringOrder(number: "A-1")
+        let path = "/v1/riders/r-1/position"
+        #expect(
+            api.sendFromMemory("POST", path, as: first.rider, json: position(2_640, secondsAgo: 4)) == nil,
+            "nothing kept yet")
+        // Two seconds older than the next fix (the clock stays: the orders are kept meanwhile).
+        #expect(try api.send("POST", path, as: first.rider, json: position(2_620, secondsAgo: 2)).status == 202)
+        let remembered = api.sendFromMemory("POST", path, as: first.rider, json: position(2_598))
+        #expect(remembered?.status == 202)
+        #expect(orderIDs(remembered) == [first.orderID])
+        #expect((remembered?.json["orders"] as? [[String: Any]])?.first?["position"] as? String == "accepted")
+        service.storeDueRides()
+        #expect(abs((try store.order(id: first.orderID)?.tracking?.remainingDistance ?? 0) - 2_598) < 0.5)
+
+        let second = try deliveringOrder(number: "A-2", merchant: first.merchant)
+        #expect(api.sendFromMemory("POST", path, as: first.rider, json: position(2_400)) == nil, "a change: read again")
+        #expect(
+            orderIDs(try api.send("POST", path, as: first.rider, json: position(2_400))) == [
+                first.orderID, second.orderID,
+            ])
+        #expect(
+            orderIDs(api.sendFromMemory("POST", path, as: first.rider, json: position(2_300))) == [
+                first.orderID, second.orderID,
+            ])
+
+        #expect(
+            api.sendFromMemory("POST", "/v1/riders/r-2/position", as: first.rider, json: position(1))?.status == 403)
+        #expect(api.sendFromMemory("POST", path, as: first.rider, json: ["latitude": "north"])?.status == 422)
+        #expect(api.sendFromMemory("POST", path, as: first.merchant, json: position(1))?.status == 403)
+    }
+
     /// Riders are their merchant's own: merchant m-2 naming its rider r-1 on 20 orders of its own
     /// neither crowds m-1's order out of m-1's r-1's posts, nor learns anything of that ride.
     @Test func anotherMerchantsRiderOfTheSameNameIsAnotherRider() throws {
