@@ -63,10 +63,12 @@ extension DeliveryService {
         return json(202, .object(["riderId": .string(riderID), "orders": .array(outcomes)]))
     }
 
-    /// Stores the rides that are due and wakes the pusher for the pushes they queued. The process runs
-    /// it a few times a second, and with `all` when it stops; tests call it when they choose.
+    /// Stores the rides that are due and wakes the pusher for the pushes they queued, and lets go of
+    /// riders' orders kept past their second. The process runs it a few times a second, and with
+    /// `all` when it stops; tests call it when they choose.
     public func storeDueRides(all: Bool = false) {
         let now = clock()
+        riderOrders.dropExpired(now: now)
         let outcome = rides.storeDue(now: now, all: all) { updates in
             let queued = try store.recordRides(updates, now: now)
             metrics.ridesStored.increment(by: Double(updates.count))

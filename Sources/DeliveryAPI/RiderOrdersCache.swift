@@ -10,7 +10,9 @@ import Storage
 /// riders concerned when it commits (`forget`), and a read that a forget overtook is not kept; a
 /// change through another node is seen within `lifetime`. Meanwhile the ride store moves only
 /// orders still open and still the posting rider's, so a late position moves nothing it should not.
-/// Each shard holds at most its part of `capacity` riders and starts over when full.
+/// Each shard holds at most its part of `capacity` riders and starts over when full; `dropExpired`,
+/// run with the ride stores, lets go of what expired, so that no order (with its customer's
+/// details) stays in memory long after its second.
 final class RiderOrdersCache: Sendable {
     private struct Rider: Hashable {
         let merchantID: String
@@ -65,6 +67,20 @@ final class RiderOrdersCache: Sendable {
     private func fresh(_ entry: Entry?, now: Date) -> [Order]? {
         guard let entry, now >= entry.readAt, now.timeIntervalSince(entry.readAt) < lifetime else { return nil }
         return entry.orders
+    }
+
+    /// Riders whose orders are kept, expired or not.
+    var keptRiders: Int {
+        var count = 0
+        shards.forEachShard { count += $0.entries.count }
+        return count
+    }
+
+    /// Lets go of every rider's orders read `lifetime` or more before `now`.
+    func dropExpired(now: Date) {
+        shards.forEachShard { shard in
+            shard.entries = shard.entries.filter { fresh($0.value, now: now) != nil }
+        }
     }
 
     /// Drops what is kept of the rider's orders: one of them changed.

@@ -67,4 +67,18 @@ struct RiderOrdersCacheTests {
             try cache.orders(merchantID: "m-2", riderID: "r-1", now: start, read: read).map(\.id) == ["o-4"],
             "riders are their merchant's own")
     }
+
+    /// What expired is let go of, not only passed over: the orders (customers' details among them)
+    /// do not stay in memory past their second.
+    @Test func expiredRidersAreLetGo() throws {
+        let cache = RiderOrdersCache(lifetime: 1)
+        let read: () throws(StorageError) -> [Order] = { [Self.order("o-1")] }
+        _ = try cache.orders(merchantID: "m-1", riderID: "r-1", now: start, read: read)
+        _ = try cache.orders(merchantID: "m-1", riderID: "r-2", now: start.addingTimeInterval(0.5), read: read)
+        cache.dropExpired(now: start.addingTimeInterval(1.2))
+        #expect(cache.keptRiders == 1)
+        #expect(cache.cachedOrders(merchantID: "m-1", riderID: "r-2", now: start.addingTimeInterval(1.2)) != nil)
+        cache.dropExpired(now: start.addingTimeInterval(2))
+        #expect(cache.keptRiders == 0)
+    }
 }
