@@ -87,7 +87,7 @@ public final class WebhookDispatcher: Sendable {
     public func start() throws(WebhookError) {
         let transport = try WebhookTransport(
             policy: configuration.policy, timeoutMilliseconds: Int(configuration.timeoutSeconds * 1000),
-            caFile: configuration.caFile)
+            caFile: configuration.caFile, idleLimit: configuration.maximumInFlight)
         let box = TransportBox(transport)
         let thread = Thread { [self] in
             run(box.take())

@@ -1,6 +1,6 @@
-public import Cryptography
-public import FoundationEssentials
-public import Storage
+internal import Cryptography
+internal import FoundationEssentials
+internal import Storage
 
 /// Signs the dispatcher's attempts. Each endpoint's secrets are unsealed once and kept as ready
 /// HMAC keys, found again by the sealed secrets they came from, so that a rotation takes effect

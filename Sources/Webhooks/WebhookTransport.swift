@@ -33,9 +33,9 @@ final class WebhookTransport {
     private var idle: [WebhookTransfer] = []
     private let idleLimit: Int
 
-    /// - Parameter idleLimit: finished transfers kept for reuse; more than can be in flight at once
-    ///   would never be used.
-    init(policy: WebhookURLPolicy, timeoutMilliseconds: Int, caFile: String?, idleLimit: Int = 256)
+    /// - Parameter idleLimit: finished transfers kept for reuse: the most in flight at once, since
+    ///   more would never be used.
+    init(policy: WebhookURLPolicy, timeoutMilliseconds: Int, caFile: String?, idleLimit: Int)
         throws(WebhookError)
     {
         guard let multi = curl_multi_init() else { throw WebhookError("curl_multi_init failed") }

@@ -22,7 +22,7 @@ struct WebhookTransportTests {
         let receiver = try WebhookReceiver()
         let transport = try WebhookTransport(
             policy: WebhookURLPolicy(allowsHTTP: true, allowsPrivateNetworks: true), timeoutMilliseconds: 10_000,
-            caFile: nil)
+            caFile: nil, idleLimit: 8)
         try receiver.control(["status": 429, "retry_after": 7])
         try transport.start(tag: 1, url: receiver.url, headers: ["webhook-id: first"], body: Array("{\"n\":1}".utf8))
         let first = Self.answers(1, from: transport)[1]
