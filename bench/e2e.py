@@ -352,7 +352,7 @@ class PostgresServer:
         self.psql("deliveryd", "CREATE EXTENSION pg_stat_statements")
         self.url = f"postgresql://deliveryd:deliveryd@127.0.0.1:{self.port}/deliveryd"
 
-    def statements(self, top=8):
+    def statements(self, top=16):
         """Where the server's time went: the statements that took most of it, with calls and mean ms."""
         rows = self.psql("deliveryd", f"""
             SELECT round(total_exec_time)::bigint, calls, round(mean_exec_time::numeric, 3),
@@ -427,6 +427,10 @@ class DeliverydOnPostgres(Deliveryd):
 
     def watched(self):
         return {"server": self.process.pid, "postgres": self.postgres.postmaster_pid()}
+
+    def before_load(self):
+        """The statements' figures are the load's alone, not the setup's."""
+        self.postgres.psql("deliveryd", "SELECT pg_stat_statements_reset()")
 
 
 class LoadBalancer:
@@ -733,6 +737,8 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
             poller = StatsPoller(server.port)
             stats_buckets_before = StatsPoller.server_buckets(server.port)
             poller.start()
+        if hasattr(server, "before_load"):
+            server.before_load()
         since_ms = int(time.time() * 1000)
         watched = server.watched()
         cpu_before = {name: tree_cpu_seconds(pid) for name, pid in watched.items()}

@@ -232,3 +232,96 @@ struct PriorityBudgetTests {
         #expect(try budgetUse("act-1", since: t) == 1)
     }
 }
+
+@Suite("A pushed batch, a few statements per kind")
+struct PushBatchStatementTests {
+    /// Groups for `IN` lists are powers of two filled with their last value; groups for inserts are
+    /// exact; both keep every value, in order, and never exceed the largest group.
+    @Test func groupsArePowersOfTwoAndKeepEveryValue() {
+        for count in [1, 2, 3, 7, 63, 64, 65, 70, 129, 500] {
+            let values = Array(0..<count)
+            let padded = StoreSQL.paddedGroups(values)
+            #expect(padded.allSatisfy { $0.count <= StoreSQL.largestGroup && $0.count.nonzeroBitCount == 1 })
+            #expect(padded.flatMap { Array(Set($0)).sorted() } == values, "count \(count)")
+            let exact = StoreSQL.exactGroups(values)
+            #expect(exact.allSatisfy { $0.count <= StoreSQL.largestGroup && $0.count.nonzeroBitCount == 1 })
+            #expect(exact.flatMap { $0 } == values, "count \(count)")
+        }
+        #expect(StoreSQL.exactGroups(Array(0..<70)).map(\.count) == [64, 4, 2])
+        #expect(StoreSQL.paddedGroups(Array(0..<70)).map(\.count) == [64, 8])
+        #expect(StoreSQL.paddedGroups([Int]()).isEmpty && StoreSQL.exactGroups([Int]()).isEmpty)
+    }
+
+    /// More rows than one statement takes: every row's order, activity and budget is read, and every
+    /// outcome written (its log row, its outbox row, what its activity shows), none twice, none lost.
+    @Test(arguments: StoreBackend.all)
+    func aBatchLargerThanAGroupIsReadAndWrittenWhole(backend: StoreBackend) throws {
+        let place = StoreContractTests.Place()
+        let store = try backend.open(place.path)
+        let t = StoreFixtures.t0
+        let orders = try (0..<70).map { try StoreFixtures.newOrder(id: "o-\($0)", number: "N-\($0)") }
+        try store.bulkInsert(orders, activitiesPerOrder: 2, now: t)
+        let claimed = try store.claimDue(owner: "w", now: t, lease: 30, limit: 500)
+        #expect(claimed.count == 140)
+
+        let before = try store.pushBatchContext(for: claimed, highPrioritySince: t.addingTimeInterval(-3600))
+        #expect(Set(before.orders.keys) == Set(orders.map(\.0.id)))
+        #expect(before.orders.values.allSatisfy { $0.items.isEmpty && $0.status == .placed })
+        #expect(before.activities.count == 140 && before.highPriorityPushes.count == 140)
+        #expect(before.highPriorityPushes.values.allSatisfy { $0 == 0 })
+
+        // Every tenth row is retried later; the rest were accepted at priority 10.
+        let retried = Set(claimed.indices.filter { $0 % 10 == 0 }.map { claimed[$0].id })
+        let completions = claimed.map { item -> PushCompletion in
+            guard !retried.contains(item.id) else {
+                return PushCompletion(item: item, outcome: .retry(at: t.addingTimeInterval(60), error: "later"))
+            }
+            guard case .activity(let activityID) = item.target else {
+                return PushCompletion(item: item, outcome: .sent)
+            }
+            let attempt = PushAttempt(
+                orderID: item.orderID, targetID: activityID, event: "update", priority: 10, httpStatus: 200,
+                reason: nil, apnsID: "apns-\(item.id)", latencyMilliseconds: 3, attemptedAt: t)
+            return PushCompletion(
+                item: item, outcome: .sent, attempt: attempt,
+                sentState: .init(status: .placed, fingerprint: "f-\(item.id)", timestamp: t.addingTimeInterval(1)))
+        }
+        let removed = try store.completePushes(completions, now: t)
+        #expect(removed == Array(repeating: false, count: 140))
+
+        let after = try store.pushBatchContext(for: claimed, highPrioritySince: t.addingTimeInterval(-3600))
+        for item in claimed {
+            guard case .activity(let activityID) = item.target else { continue }
+            let key = ActivityKey(orderID: item.orderID, activityID: activityID)
+            let sent = !retried.contains(item.id)
+            #expect(after.highPriorityPushes[key] == (sent ? 1 : 0), "\(key)")
+            #expect(after.activities[key]?.lastSentFingerprint == (sent ? "f-\(item.id)" : nil), "\(key)")
+        }
+        let logged = try orders.flatMap { try store.pushLog(orderID: $0.0.id) }
+        #expect(logged.count == 140 - retried.count)
+        #expect(Set(logged.compactMap(\.apnsID)).count == logged.count, "each attempt logged once")
+        #expect(try store.claimDue(owner: "w2", now: t.addingTimeInterval(59), lease: 30, limit: 500).isEmpty)
+        let due = try store.claimDue(owner: "w2", now: t.addingTimeInterval(61), lease: 30, limit: 500)
+        #expect(Set(due.map(\.id)) == retried)
+    }
+
+    /// One activity twice in a batch: it shows what the later completion says, as written row by row.
+    @Test(arguments: StoreBackend.all)
+    func theLaterOfTwoCompletionsOfAnActivityWins(backend: StoreBackend) throws {
+        let place = StoreContractTests.Place()
+        let store = try backend.open(place.path)
+        let t = StoreFixtures.t0
+        _ = try StoreFixtures.seed(store, activities: 1)
+        let item = try #require(try store.claimDue(owner: "w", now: t, lease: 30, limit: 10).first)
+        let completions = ["first", "second"].enumerated().map { index, fingerprint in
+            PushCompletion(
+                item: item, outcome: .sent,
+                sentState: .init(
+                    status: .placed, fingerprint: fingerprint, timestamp: t.addingTimeInterval(Double(index))))
+        }
+        try store.completePushes(completions, now: t)
+        let shown = try #require(try store.activity(orderID: "o-1", activityID: "act-0"))
+        #expect(shown.lastSentFingerprint == "second")
+        #expect(shown.lastSentTimestamp == t.addingTimeInterval(1))
+    }
+}

@@ -84,22 +84,6 @@ extension StoreSQL {
         return true
     }
 
-    /// Records what was last sent to an activity: for de-duplication and monotonic timestamps.
-    static func recordSent(
-        orderID: String, activityID: String, status: OrderStatus, fingerprint: String, timestamp: Date,
-        _ connection: any SQLSession
-    ) throws {
-        try connection.cached(
-            """
-            UPDATE activities SET last_sent_status = ?, last_sent_fingerprint = ?, last_sent_timestamp = ?
-            WHERE order_id = ? AND activity_id = ?
-            """
-        ).run([
-            .text(status.rawValue), .text(fingerprint), .integer(timestamp.storageMilliseconds), .text(orderID),
-            .text(activityID),
-        ])
-    }
-
     static func pushToStart(_ device: DeviceKey, _ connection: any SQLSession) throws -> PushToStartRecord? {
         try connection.cached(
             """

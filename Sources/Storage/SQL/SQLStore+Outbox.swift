@@ -210,20 +210,19 @@ extension StoreSQL {
     }
 
     static func insertPushLog(_ attempt: PushAttempt, _ connection: any SQLSession) throws {
-        try connection.cached(
-            """
-            INSERT INTO push_log (order_id, target_id, event, priority, http_status, reason, apns_id, latency_ms,
-                attempted_at, request_id, content_state, platform)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """
-        ).run([
+        try insertPushLogs([attempt], connection)
+    }
+
+    /// One attempt's values, in the order of `insertPushLogs`' columns.
+    static func pushLogValues(_ attempt: PushAttempt) -> [DatabaseValue] {
+        [
             .text(attempt.orderID), .text(attempt.targetID), .text(attempt.event), .integer(Int64(attempt.priority)),
             attempt.httpStatus.map { .integer(Int64($0)) } ?? .null, attempt.reason.map(DatabaseValue.text) ?? .null,
             attempt.apnsID.map(DatabaseValue.text) ?? .null,
             attempt.latencyMilliseconds.map { .integer(Int64($0)) } ?? .null,
             .integer(attempt.attemptedAt.storageMilliseconds), attempt.requestID.map(DatabaseValue.text) ?? .null,
             attempt.contentState.map(DatabaseValue.text) ?? .null, .text(attempt.platform.rawValue),
-        ])
+        ]
     }
 
     /// The reason a stalled start carries, in its outbox row and the order's push log.

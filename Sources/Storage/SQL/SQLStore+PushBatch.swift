@@ -96,77 +96,58 @@ public struct PushCompletion: Sendable {
 }
 
 extension SQLStore {
-    /// Reads the orders, activities, push-to-start tokens and budget use of a claimed batch at once.
+    /// Reads the orders, activities, push-to-start tokens and budget use of a claimed batch at once,
+    /// a few statements for the whole batch (see `StoreSQL.paddedGroups`).
     public func pushBatchContext(for items: [OutboxItem], highPrioritySince since: Date) throws(StorageError)
         -> PushBatchContext
     {
         try readSession { connection in
             var context = PushBatchContext()
-            let orderStatement = try connection.cached("SELECT \(StoreSQL.orderColumns) FROM orders WHERE id = ?")
-            for orderID in Set(items.map(\.orderID)) {
-                if let order = try orderStatement.firstRow(
-                    [.text(orderID)], { try StoreSQL.decodeOrder($0, withItems: false) })
-                {
-                    context.orders[orderID] = order
-                }
+            for order in try StoreSQL.orders(ids: Array(Set(items.map(\.orderID))), connection) {
+                context.orders[order.id] = order
             }
+            let wanted = Set(
+                items.compactMap { item -> ActivityKey? in
+                    guard case .activity(let activityID) = item.target else { return nil }
+                    return ActivityKey(orderID: item.orderID, activityID: activityID)
+                })
+            for record in try StoreSQL.activities(Array(wanted), connection) {
+                context.activities[ActivityKey(orderID: record.orderID, activityID: record.activityID)] = record
+            }
+            context.highPriorityPushes = try StoreSQL.highPriorityPushes(
+                Array(context.activities.keys), since: since, connection)
+            let androidTokens = Set(
+                context.activities.values.filter { $0.platform == .android && !$0.pushToken.isEmpty }.map(\.pushToken))
+            context.lastSentToToken = try StoreSQL.newestAndroidMessages(toTokens: Array(androidTokens), connection)
             for item in items {
-                switch item.target {
-                case .activity(let activityID):
-                    let key = ActivityKey(orderID: item.orderID, activityID: activityID)
-                    guard context.activities[key] == nil,
-                        let record = try StoreSQL.activity(orderID: item.orderID, activityID: activityID, connection)
-                    else { continue }
-                    context.activities[key] = record
-                    if record.platform == .android, !record.pushToken.isEmpty,
-                        context.lastSentToToken[record.pushToken] == nil
-                    {
-                        context.lastSentToToken[record.pushToken] =
-                            try connection.cached(
-                                """
-                                SELECT max(last_sent_timestamp) AS newest FROM activities
-                                WHERE push_token = ? AND platform = 'android' AND ended_at IS NULL
-                                """
-                            ).firstRow([.text(record.pushToken)]) {
-                                try $0.optionalInt("newest").map(Date.init(storageMilliseconds:))
-                            } ?? nil
-                    }
-                    context.highPriorityPushes[key] =
-                        try connection.cached(
-                            """
-                            SELECT count(*) AS accepted FROM push_log WHERE order_id = ? AND target_id = ? AND priority = 10
-                                AND http_status = 200 AND attempted_at >= ?
-                            """
-                        ).firstRow([.text(item.orderID), .text(activityID), .integer(since.storageMilliseconds)]) {
-                            Int(try $0.int("accepted"))
-                        } ?? 0
-                case .start(let customerID, let deviceID):
+                guard case .start(let customerID, let deviceID) = item.target,
                     // Devices belong to the order's merchant: another merchant's device never gets its start.
-                    guard let merchantID = context.orders[item.orderID]?.merchantID else { continue }
-                    let key = DeviceKey(merchantID: merchantID, customerID: customerID, deviceID: deviceID)
-                    guard context.pushToStart[key] == nil,
-                        let record = try StoreSQL.pushToStart(key, connection)
-                    else { continue }
-                    context.pushToStart[key] = record
-                }
+                    let merchantID = context.orders[item.orderID]?.merchantID
+                else { continue }
+                let key = DeviceKey(merchantID: merchantID, customerID: customerID, deviceID: deviceID)
+                guard context.pushToStart[key] == nil, let record = try StoreSQL.pushToStart(key, connection)
+                else { continue }
+                context.pushToStart[key] = record
             }
             return context
         }
     }
 
     /// Writes the outcome of a whole batch in one transaction: push log, outbox rows, what each
-    /// activity was sent, and removed tokens.
+    /// activity was sent, and removed tokens. The rows of the common outcomes (an attempt logged, a
+    /// push sent, what an activity shows) are written a few statements for the batch.
     /// - Returns: for each completion, whether its removal removed a token (a newer registration
     ///   or an earlier removal leaves nothing to remove).
     @discardableResult
     public func completePushes(_ completions: [PushCompletion], now: Date) throws(StorageError) -> [Bool] {
         try writeSQL { connection in
-            var removed: [Bool] = []
-            removed.reserveCapacity(completions.count)
+            try StoreSQL.insertPushLogs(completions.compactMap(\.attempt), connection)
+            try StoreSQL.finishSent(
+                completions.compactMap { $0.outcome == .sent ? $0.item.id : nil }, now: now, connection)
+            var shown: [ActivityKey: PushCompletion.SentState] = [:]
             for completion in completions {
-                if let attempt = completion.attempt { try StoreSQL.insertPushLog(attempt, connection) }
                 switch completion.outcome {
-                case .sent: try StoreSQL.finish(completion.item.id, state: "sent", error: nil, now: now, connection)
+                case .sent: break
                 case .dead(let reason):
                     try StoreSQL.finish(completion.item.id, state: "dead", error: reason, now: now, connection)
                     try StoreSQL.emitDeadLetter(completion.item, reason: reason, now: now, connection)
@@ -174,10 +155,14 @@ extension SQLStore {
                     try StoreSQL.scheduleRetry(completion.item.id, at: at, error: error, now: now, connection)
                 }
                 if let sent = completion.sentState, case .activity(let activityID) = completion.item.target {
-                    try StoreSQL.recordSent(
-                        orderID: completion.item.orderID, activityID: activityID, status: sent.status,
-                        fingerprint: sent.fingerprint, timestamp: sent.timestamp, connection)
+                    // A later completion of the same activity wins, as it would written row by row.
+                    shown[ActivityKey(orderID: completion.item.orderID, activityID: activityID)] = sent
                 }
+            }
+            try StoreSQL.recordSent(shown, connection)
+            var removed: [Bool] = []
+            removed.reserveCapacity(completions.count)
+            for completion in completions {
                 if let device = completion.startedDevice, let sent = completion.sentState {
                     try StoreSQL.startAndroidActivity(
                         device, orderID: completion.item.orderID, sent: sent, now: now, connection)
@@ -198,6 +183,131 @@ extension SQLStore {
                 }
             }
             return removed
+        }
+    }
+}
+
+extension StoreSQL {
+    /// The orders with these ids, without their items.
+    static func orders(ids: [String], _ connection: any SQLSession) throws -> [Order] {
+        try paddedGroups(ids).flatMap { group in
+            try connection.cached(
+                "SELECT \(orderColumns) FROM orders WHERE id IN (\(placeholders(group.count)))"
+            ).rows(group.map(DatabaseValue.text)) { try decodeOrder($0, withItems: false) }
+        }
+    }
+
+    /// These activities, ended or not. The keys are joined to the table, not listed in an `IN`: each is
+    /// one primary-key lookup whatever the planner knows of the table (on a table not yet analyzed,
+    /// PostgreSQL read a list of orders' activities by scanning all of them).
+    static func activities(_ keys: [ActivityKey], _ connection: any SQLSession) throws -> [ActivityRecord] {
+        try paddedGroups(keys).flatMap { group in
+            try connection.cached(
+                """
+                SELECT \(activityColumns) FROM (VALUES \(rowPlaceholders(rows: group.count, row: "?, ?"))) AS wanted
+                CROSS JOIN activities
+                WHERE activities.order_id = wanted.column1 AND activities.activity_id = wanted.column2
+                """
+            ).rows(group.flatMap { [.text($0.orderID), .text($0.activityID)] }, decodeActivity)
+        }
+    }
+
+    /// Priority-10 pushes APNs accepted since `since`, per activity. Counted one activity at a time by
+    /// the push log's index of orders, the time tested on the order's few rows: with the time in the
+    /// `WHERE`, PostgreSQL also read the index of times (its whole last hour) for every activity.
+    static func highPriorityPushes(_ keys: [ActivityKey], since: Date, _ connection: any SQLSession) throws
+        -> [ActivityKey: Int]
+    {
+        var accepted: [ActivityKey: Int] = [:]
+        for group in paddedGroups(keys) {
+            let rows = try connection.cached(
+                """
+                SELECT wanted.column1 AS order_id, wanted.column2 AS target_id, (
+                    SELECT count(CASE WHEN attempted_at >= ? THEN 1 END) FROM push_log
+                    WHERE push_log.order_id = wanted.column1 AND push_log.target_id = wanted.column2
+                        AND priority = 10 AND http_status = 200
+                ) AS accepted
+                FROM (VALUES \(rowPlaceholders(rows: group.count, row: "?, ?"))) AS wanted
+                """
+            ).rows([.integer(since.storageMilliseconds)] + group.flatMap { [.text($0.orderID), .text($0.activityID)] })
+            {
+                row in
+                (
+                    ActivityKey(orderID: try row.text("order_id"), activityID: try row.text("target_id")),
+                    Int(try row.int("accepted"))
+                )
+            }
+            for (key, count) in rows { accepted[key] = count }
+        }
+        return accepted
+    }
+
+    /// For each Android FCM token, the newest message any live activity with it was sent.
+    static func newestAndroidMessages(toTokens tokens: [String], _ connection: any SQLSession) throws
+        -> [String: Date]
+    {
+        var newest: [String: Date] = [:]
+        for group in paddedGroups(tokens) {
+            let rows = try connection.cached(
+                """
+                SELECT wanted.column1 AS push_token, (
+                    SELECT max(last_sent_timestamp) FROM activities
+                    WHERE activities.push_token = wanted.column1 AND platform = 'android' AND ended_at IS NULL
+                ) AS newest
+                FROM (VALUES \(rowPlaceholders(rows: group.count, row: "?"))) AS wanted
+                """
+            ).rows(group.map(DatabaseValue.text)) { row in
+                (try row.text("push_token"), try row.optionalInt("newest").map(Date.init(storageMilliseconds:)))
+            }
+            for case (let token, let date?) in rows { newest[token] = date }
+        }
+        return newest
+    }
+
+    static func insertPushLogs(_ attempts: [PushAttempt], _ connection: any SQLSession) throws {
+        for group in exactGroups(attempts) {
+            try connection.cached(
+                """
+                INSERT INTO push_log (order_id, target_id, event, priority, http_status, reason, apns_id, latency_ms,
+                    attempted_at, request_id, content_state, platform)
+                VALUES \(rowPlaceholders(rows: group.count, row: placeholders(12)))
+                """
+            ).run(group.flatMap(pushLogValues))
+        }
+    }
+
+    /// Outbox rows whose push went out: they leave the queue.
+    static func finishSent(_ ids: [Int64], now: Date, _ connection: any SQLSession) throws {
+        for group in paddedGroups(ids) {
+            try connection.cached(
+                """
+                UPDATE outbox SET state = 'sent', last_error = NULL, lease_owner = NULL, lease_until = NULL,
+                    updated_at = ?
+                WHERE id IN (\(placeholders(group.count)))
+                """
+            ).run([.integer(now.storageMilliseconds)] + group.map(DatabaseValue.integer))
+        }
+    }
+
+    /// Records what each activity was last sent: for de-duplication and monotonic timestamps. A
+    /// `VALUES` list's columns are named `column1`… in both engines; PostgreSQL types them from the
+    /// first row, hence the cast.
+    static func recordSent(_ shown: [ActivityKey: PushCompletion.SentState], _ connection: any SQLSession) throws {
+        for group in paddedGroups(Array(shown)) {
+            try connection.cached(
+                """
+                UPDATE activities SET last_sent_status = sent.column3, last_sent_fingerprint = sent.column4,
+                    last_sent_timestamp = sent.column5
+                FROM (VALUES \(rowPlaceholders(rows: group.count, row: "?, ?, ?, ?, CAST(? AS BIGINT)"))) AS sent
+                WHERE activities.order_id = sent.column1 AND activities.activity_id = sent.column2
+                """
+            ).run(
+                group.flatMap { key, state -> [DatabaseValue] in
+                    [
+                        .text(key.orderID), .text(key.activityID), .text(state.status.rawValue),
+                        .text(state.fingerprint), .integer(state.timestamp.storageMilliseconds),
+                    ]
+                })
         }
     }
 }
