@@ -8,6 +8,10 @@ extension PostgresConnection: SQLSession {
     }
 
     package var dialect: SQLDialect { .postgres }
+
+    package func send(_ sql: String, _ values: [DatabaseValue], expected: ExpectedChanges?) throws {
+        try sendWithoutWaiting(numbered(sql), values, expected: expected)
+    }
 }
 
 /// A statement of the store on one connection (prepared there the first time it runs).

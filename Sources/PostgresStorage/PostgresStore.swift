@@ -27,7 +27,7 @@ public final class PostgresStore: Sendable {
         let pool = PostgresPool(configuration)
         let migrations = try PostgresMigrator.bundled()
         do {
-            try pool.withConnection { connection in try PostgresMigrator.migrate(connection, migrations) }
+            _ = try pool.withConnection { connection in try PostgresMigrator.migrate(connection, migrations) }
         } catch {
             throw StorageError(error, context: "cannot prepare the PostgreSQL database")
         }
@@ -121,19 +121,24 @@ extension PostgresStore: SQLStore {
 
     /// Runs `body` on a pooled connection between `begin` and COMMIT; anything thrown rolls back.
     /// A lost connection is not lent again (the pool drops it), so nothing half-done is reused.
+    ///
+    /// `BEGIN` goes out with the transaction's first statement, so a connection found lost there
+    /// (an idle one from before a restart) is found by `body`: that first round trip wrote nothing
+    /// the server kept, and `body`, which did nothing but send before it, runs again on another.
     private func transaction<T>(begin: String, _ body: (any SQLSession) throws -> T) throws -> T {
         try onLiveConnection { connection in
+            let roundTrips = connection.roundTrips
             do {
-                try connection.execute(begin)
-            } catch let error as StorageError where error.code == .unavailable {
-                throw LostBeforeWriting(error: error)
-            }
-            do {
+                try connection.begin(begin)
                 let value = try body(connection)
-                try connection.execute("COMMIT")
+                try connection.commit()
                 return value
+            } catch let error as StorageError
+                where error.code == .unavailable && !connection.isOpen && connection.roundTrips == roundTrips + 1
+            {
+                throw LostBeforeWriting(error: error)
             } catch {
-                if connection.isOpen { try? connection.execute("ROLLBACK") }
+                if connection.isOpen { try? connection.rollback() }
                 throw error
             }
         }

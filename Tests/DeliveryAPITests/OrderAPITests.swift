@@ -307,7 +307,10 @@ struct CredentialAPITests {
         #expect(view["address"] as? String == "Hauptstr. 1, 10115 Berlin" && view["note"] as? String == "ring twice")
         #expect((view["items"] as? [[String: Any]])?.first.map { Set($0.keys) } == ["name", "quantity"])
         let text = String(decoding: open.body, as: UTF8.self)
-        for secret in ["4242", "visa", "card", "c-42", "8.5"] { #expect(!text.contains(secret), "\(secret)") }
+        // The price as a JSON value, not as digits: a timestamp such as "…:38.522Z" holds "8.5".
+        for secret in ["4242", "visa", "card", "c-42", "\"price\"", ":8.5"] {
+            #expect(!text.contains(secret), "\(secret)")
+        }
 
         for status in ["pickup", "delivering", "delivered"] {
             let changed = try api.send("POST", "/v1/orders/\(order.id)/status", as: rider, json: ["status": status])

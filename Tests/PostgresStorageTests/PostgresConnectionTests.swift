@@ -88,6 +88,59 @@ struct PostgresConnectionTests {
         #expect(try connection.query("SELECT count(*) AS items FROM item").first?.int("items") == 1)
     }
 
+    /// Writes sent without waiting go out with the next statement that waits, in one round trip, and
+    /// run in order; a transaction of BEGIN, sends and COMMIT waits once for its reads and once to commit.
+    @Test func sentWritesGoOutWithTheNextRead() throws {
+        let connection = try Self.connect()
+        try connection.execute("DROP TABLE IF EXISTS tally; CREATE TABLE tally (name text PRIMARY KEY, n bigint)")
+        func transaction() throws -> Int64? {
+            try connection.begin("BEGIN")
+            for name in ["a", "b", "c"] {
+                try connection.sendWithoutWaiting(
+                    "INSERT INTO tally (name, n) VALUES ($1, $2)", [.text(name), .integer(1)], expected: nil)
+            }
+            try connection.sendWithoutWaiting(
+                "UPDATE tally SET n = n + 1 WHERE name <> $1", [.text("c")],
+                expected: ExpectedChanges(rows: 2, else: StorageError("not two")))
+            let total = try connection.query("SELECT sum(n)::bigint AS total FROM tally").first?.int("total")
+            try connection.sendWithoutWaiting("DELETE FROM tally WHERE name = $1", [.text("a")], expected: nil)
+            try connection.commit()
+            return total
+        }
+        #expect(try transaction() == 5, "the sends ran, in order, before the read")
+        #expect(try connection.query("SELECT name FROM tally ORDER BY name").map { try $0.text("name") } == ["b", "c"])
+        try connection.execute("TRUNCATE tally")
+        // Again, each statement prepared by now (preparing one waits for what was sent before it).
+        let before = connection.roundTrips
+        #expect(try transaction() == 5)
+        #expect(connection.roundTrips - before == 2, "one wait for BEGIN, the sends and the read; one to commit")
+    }
+
+    /// A sent write that fails, or changes other rows than expected, is thrown at the next wait; the
+    /// statements after it do not run, and after a rollback the connection serves the next transaction.
+    @Test func aFailedSendFailsItsTransaction() throws {
+        let connection = try Self.connect()
+        try connection.execute("DROP TABLE IF EXISTS owned; CREATE TABLE owned (name text PRIMARY KEY)")
+        try connection.query("INSERT INTO owned VALUES ($1)", [.text("taken")])
+
+        try connection.begin("BEGIN")
+        try connection.sendWithoutWaiting("INSERT INTO owned VALUES ($1)", [.text("new")], expected: nil)
+        try connection.sendWithoutWaiting("INSERT INTO owned VALUES ($1)", [.text("taken")], expected: nil)
+        try connection.sendWithoutWaiting("INSERT INTO owned VALUES ($1)", [.text("after")], expected: nil)
+        #expect(throws: StorageError(.constraint, "")) { try connection.query("SELECT count(*) AS n FROM owned") }
+        try connection.rollback()
+
+        try connection.begin("BEGIN")
+        try connection.sendWithoutWaiting(
+            "UPDATE owned SET name = $1 WHERE name = $2", [.text("renamed"), .text("missing")],
+            expected: ExpectedChanges(rows: 1, else: StorageError(.limitReached, "no such row")))
+        #expect(throws: StorageError(.limitReached, "")) { try connection.commit() }
+        try connection.rollback()
+
+        let names = try connection.query("SELECT name FROM owned ORDER BY name").map { try $0.text("name") }
+        #expect(names == ["taken"])
+    }
+
     /// No server at the address: `unavailable`, within the connect timeout.
     @Test func noServerIsUnavailable() throws {
         let url = "postgresql://deliveryd:deliveryd@127.0.0.1:1/deliveryd"

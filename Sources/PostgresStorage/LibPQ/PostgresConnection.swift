@@ -20,6 +20,11 @@ package final class PostgresConnection {
     private var numberedSQL: [String: String] = [:]
     /// Rows the last statement run by `query` changed (`SQLSession.changes`).
     package private(set) var changes = 0
+    /// Statements sent in pipeline mode whose results are not read yet (`sendWithoutWaiting`).
+    private var unread: [(sql: String, expected: ExpectedChanges?)] = []
+    /// Times this connection waited for the server's answers: the first wait of a transaction that
+    /// finds the connection lost wrote nothing (`PostgresStore` then runs the work on another).
+    package private(set) var roundTrips = 0
 
     private init(handle: OpaquePointer) {
         self.handle = handle
@@ -62,8 +67,11 @@ package final class PostgresConnection {
     /// The server's version number (`150018` for 15.18).
     package var serverVersion: Int { Int(PQserverVersion(handle)) }
 
-    /// Runs SQL without parameters, several statements allowed (migrations, `SET`, `BEGIN`).
+    /// Runs SQL without parameters, several statements allowed (migrations, `SET`, `ROLLBACK`), after
+    /// reading what was sent before it.
     package func execute(_ sql: String) throws(StorageError) {
+        try readUnread()
+        roundTrips += 1
         let result = PQexec(handle, sql)
         defer { PQclear(result) }
         try check(result, sql: sql)
@@ -99,26 +107,141 @@ package final class PostgresConnection {
     }
 
     /// Runs one statement with `parameters` (`$1`, `$2`, …), prepared on this connection the first
-    /// time under a name of its own.
+    /// time under a name of its own. Statements sent before it go out with it, and their results are
+    /// read with its own (one round trip).
     @discardableResult
     package func query(_ sql: String, _ parameters: [DatabaseValue] = []) throws(StorageError) -> PostgresRows {
         let name = try preparedName(for: sql)
-        var values: [[CChar]?] = []
-        var formats: [Int32] = []
-        for parameter in parameters {
-            let (bytes, binary) = Self.encode(parameter)
-            values.append(bytes?.map { CChar(bitPattern: $0) })
-            formats.append(binary ? 1 : 0)
+        guard unread.isEmpty else {
+            try sendPrepared(name, sql: sql, parameters, expected: nil)
+            let rows = try readUnread()!
+            changes = rows.affected
+            return rows
         }
-        let lengths = values.map { Int32($0?.count ?? 0) }
-        let result = withCArray(values) { pointers in
-            PQexecPrepared(handle, name, Int32(parameters.count), pointers, lengths, formats, 0)
+        roundTrips += 1
+        let result = withParameters(parameters) { count, values, lengths, formats in
+            PQexecPrepared(handle, name, count, values, lengths, formats, 0)
         }
         defer { PQclear(result) }
         try check(result, sql: sql)
         let rows = PostgresRows(result!, query: sql)
         changes = rows.affected
         return rows
+    }
+
+    /// Sends a statement in pipeline mode without waiting for its result, which is read with the next
+    /// statement's that waits (`query`, `commit`, `execute`); `expected` is checked then. The first
+    /// failure among them is thrown there, and the statements after it are not run.
+    package func sendWithoutWaiting(_ sql: String, _ parameters: [DatabaseValue], expected: ExpectedChanges?)
+        throws(StorageError)
+    {
+        try sendPrepared(try preparedName(for: sql), sql: sql, parameters, expected: expected)
+    }
+
+    /// Starts a transaction without waiting: `BEGIN` goes out with the transaction's first statement.
+    package func begin(_ sql: String) throws(StorageError) {
+        try enterPipeline()
+        guard PQsendQueryParams(handle, sql, 0, nil, nil, nil, nil, 0) == 1 else { throw sendFailure(sql) }
+        unread.append((sql, nil))
+    }
+
+    /// Commits, reading the results of everything sent before in the same round trip.
+    package func commit() throws(StorageError) {
+        guard !unread.isEmpty else { return try execute("COMMIT") }
+        guard PQsendQueryParams(handle, "COMMIT", 0, nil, nil, nil, nil, 0) == 1 else {
+            throw sendFailure("COMMIT")
+        }
+        unread.append(("COMMIT", nil))
+        try readUnread()
+    }
+
+    /// Rolls back, whatever was sent before and whether it failed.
+    package func rollback() throws(StorageError) {
+        _ = try? readUnread()
+        try execute("ROLLBACK")
+    }
+
+    private func sendPrepared(_ name: String, sql: String, _ parameters: [DatabaseValue], expected: ExpectedChanges?)
+        throws(StorageError)
+    {
+        try enterPipeline()
+        let sent = withParameters(parameters) { count, values, lengths, formats in
+            PQsendQueryPrepared(handle, name, count, values, lengths, formats, 0)
+        }
+        guard sent == 1 else { throw sendFailure(sql) }
+        unread.append((sql, expected))
+    }
+
+    private func enterPipeline() throws(StorageError) {
+        guard PQpipelineStatus(handle) == PQ_PIPELINE_OFF else { return }
+        guard PQenterPipelineMode(handle) == 1 else { throw sendFailure("entering pipeline mode") }
+    }
+
+    /// Marks the end of what was sent, reads each statement's result in order, and leaves pipeline
+    /// mode. - Returns: the last statement's rows (`nil` when nothing was sent).
+    @discardableResult
+    private func readUnread() throws(StorageError) -> PostgresRows? {
+        guard !unread.isEmpty else { return nil }
+        let statements = unread
+        unread = []
+        roundTrips += 1
+        guard PQpipelineSync(handle) == 1 else { throw sendFailure(statements[0].sql) }
+        var failure: StorageError?
+        var last: PostgresRows?
+        for statement in statements {
+            // A statement's results end with a null; one that failed, or follows a failure, has one result.
+            while let result = PQgetResult(handle) {
+                defer { PQclear(result) }
+                guard failure == nil, PQresultStatus(result) != PGRES_PIPELINE_ABORTED else { continue }
+                do {
+                    try check(result, sql: statement.sql)
+                    let rows = PostgresRows(result, query: statement.sql)
+                    if let expected = statement.expected, rows.affected != expected.rows { failure = expected.error }
+                    last = rows
+                } catch {
+                    failure = error
+                }
+            }
+            if PQstatus(handle) != CONNECTION_OK { break }
+        }
+        if PQstatus(handle) == CONNECTION_OK, let sync = PQgetResult(handle) {
+            PQclear(sync)
+            PQexitPipelineMode(handle)
+        } else {
+            statementNames = [:]
+            failure = failure ?? StorageError(.unavailable, "the PostgreSQL connection was lost: \(lastError)")
+        }
+        if let failure { throw failure }
+        return last
+    }
+
+    private var lastError: String { String(cString: PQerrorMessage(handle)).trimmingTrailingNewlines }
+
+    /// A statement libpq could not send: the connection is gone (or was never in a state to send).
+    private func sendFailure(_ sql: String) -> StorageError {
+        if PQstatus(handle) != CONNECTION_OK {
+            statementNames = [:]
+            return StorageError(.unavailable, "the PostgreSQL connection was lost: \(lastError)")
+        }
+        return StorageError("could not send to PostgreSQL: \(lastError) [\(sql.prefix(200))]")
+    }
+
+    /// Calls `body` with `parameters` as libpq takes them: count, C strings, lengths, formats.
+    private func withParameters<T>(
+        _ parameters: [DatabaseValue],
+        _ body: (Int32, [UnsafePointer<CChar>?], [Int32], [Int32]) -> T
+    ) -> T {
+        var values: [[CChar]?] = []
+        var formats: [Int32] = []
+        values.reserveCapacity(parameters.count)
+        formats.reserveCapacity(parameters.count)
+        for parameter in parameters {
+            let (bytes, binary) = Self.encode(parameter)
+            values.append(bytes?.map { CChar(bitPattern: $0) })
+            formats.append(binary ? 1 : 0)
+        }
+        let lengths = values.map { Int32($0?.count ?? 0) }
+        return withCArray(values) { pointers in body(Int32(parameters.count), pointers, lengths, formats) }
     }
 
     /// `sql`, written with `?` parameters as SQLite takes them, numbered `$1`, `$2`, … once per text.
@@ -131,6 +254,7 @@ package final class PostgresConnection {
 
     private func preparedName(for sql: String) throws(StorageError) -> String {
         if let name = statementNames[sql] { return name }
+        try readUnread()  // a statement is prepared outside pipeline mode
         let name = "deliveryd_\(statementNames.count + 1)"
         let result = PQprepare(handle, name, sql, 0, nil)
         defer { PQclear(result) }

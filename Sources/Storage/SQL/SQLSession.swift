@@ -13,6 +13,34 @@ package protocol SQLSession: AnyObject {
 
     /// What the engines spell differently.
     var dialect: SQLDialect { get }
+
+    /// Runs a write whose outcome the caller does not read. PostgreSQL sends it with the statements
+    /// that follow and reads its result with theirs, at the transaction's next read or its commit
+    /// (one round trip for several); SQLite runs it at once. Its failure, or `expected` changes not
+    /// met, is thrown there: the transaction fails either way.
+    func send(_ sql: String, _ values: [DatabaseValue], expected: ExpectedChanges?) throws
+}
+
+/// The rows a sent write must change, and the error if it does not.
+package struct ExpectedChanges: Sendable {
+    package let rows: Int
+    package let error: StorageError
+
+    package init(rows: Int, else error: StorageError) {
+        self.rows = rows
+        self.error = error
+    }
+}
+
+extension SQLSession {
+    package func send(_ sql: String, _ values: [DatabaseValue], expected: ExpectedChanges?) throws {
+        try cached(sql).run(values)
+        if let expected, changes != expected.rows { throw expected.error }
+    }
+
+    package func send(_ sql: String, _ values: [DatabaseValue]) throws {
+        try send(sql, values, expected: nil)
+    }
 }
 
 /// A prepared statement of a `SQLSession`.

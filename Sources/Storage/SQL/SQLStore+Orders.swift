@@ -222,21 +222,21 @@ extension StoreSQL {
     {
         let millis = Int64(now.storageMilliseconds)
         let due = max(millis, dueAt?.storageMilliseconds ?? millis)
-        try connection.cached(
+        try connection.send(
             """
             UPDATE outbox SET state = 'superseded', updated_at = ?
             WHERE order_id = ? AND kind = ? AND target_id = ? AND state IN ('pending', 'sending') AND state = 'pending'
-            """
-        ).run([.integer(millis), .text(orderID), .text(target.kind), .text(target.targetID)])
-        try connection.cached(
+            """, [.integer(millis), .text(orderID), .text(target.kind), .text(target.targetID)])
+        try connection.send(
             """
             INSERT INTO outbox (order_id, event_id, kind, target_id, state, due_at, created_at, updated_at, request_id)
             VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?)
-            """
-        ).run([
-            .text(orderID), eventID.map(DatabaseValue.integer) ?? .null, .text(target.kind), .text(target.targetID),
-            .integer(due), .integer(millis), .integer(millis), requestID.map(DatabaseValue.text) ?? .null,
-        ])
+            """,
+            [
+                .text(orderID), eventID.map(DatabaseValue.integer) ?? .null, .text(target.kind),
+                .text(target.targetID), .integer(due), .integer(millis), .integer(millis),
+                requestID.map(DatabaseValue.text) ?? .null,
+            ])
     }
 
     static func encode(_ order: Order) -> [DatabaseValue] {

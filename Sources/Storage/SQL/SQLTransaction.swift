@@ -17,18 +17,17 @@ struct SQLTransaction: StoreTransaction {
 
     func updateOrder(_ order: Order) throws(StorageError) {
         try sql {
-            try connection.cached(
+            try connection.send(
                 """
                 UPDATE orders SET status = ?, cancelled_at_status = ?, estimated_arrival = ?, rider_id = ?,
                     rider_name = ?, rider_phone = ?, updated_at = ? WHERE id = ?
-                """
-            ).run([
-                .text(order.status.rawValue), order.cancelledAt.map { .text($0.rawValue) } ?? .null,
-                .integer(order.estimatedArrival.storageMilliseconds), order.rider.map { .text($0.id) } ?? .null,
-                order.rider.map { .text($0.name) } ?? .null, order.rider?.phone.map(DatabaseValue.text) ?? .null,
-                .integer(order.updatedAt.storageMilliseconds), .text(order.id),
-            ])
-            guard connection.changes == 1 else { throw StorageError("order \(order.id) is not stored") }
+                """,
+                [
+                    .text(order.status.rawValue), order.cancelledAt.map { .text($0.rawValue) } ?? .null,
+                    .integer(order.estimatedArrival.storageMilliseconds), order.rider.map { .text($0.id) } ?? .null,
+                    order.rider.map { .text($0.name) } ?? .null, order.rider?.phone.map(DatabaseValue.text) ?? .null,
+                    .integer(order.updatedAt.storageMilliseconds), .text(order.id),
+                ], expected: ExpectedChanges(rows: 1, else: StorageError("order \(order.id) is not stored")))
         }
     }
 
