@@ -1,6 +1,8 @@
 import Foundation
 import Glibc
+import Synchronization
 import TestSupport
+import Testing
 
 /// The built `deliveryd` executable, started as a child process on a free port with its own data dir.
 ///
@@ -15,6 +17,10 @@ final class DeliverydProcess {
     let dataDirectory: String
     private let errorPipe = Pipe()
     private let outputPipe = Pipe()
+    /// The pipes are read as the process writes, not only after it stopped: a process whose logs
+    /// filled a pipe's 64 KiB would block on its next write and never stop.
+    private let errors: PipeDrain
+    private let output: PipeDrain
     private let keepData: Bool
     private let usesLauncher: Bool
 
@@ -83,6 +89,8 @@ final class DeliverydProcess {
         process.standardError = errorPipe
         process.standardOutput = outputPipe
         try process.run()
+        errors = PipeDrain(errorPipe)
+        output = PipeDrain(outputPipe)
     }
 
     /// A port below Linux's ephemeral range (32768 up) that nothing holds now. Other suites start
@@ -109,9 +117,20 @@ final class DeliverydProcess {
         return candidate
     }
 
-    /// Stops the process with SIGTERM and removes its data directory.
+    /// Stops the process with SIGTERM and removes its data directory. A process still running a
+    /// minute later (far past its own shutdown deadline) is a failure of the test, and is killed
+    /// rather than waited for.
     func stop() -> Int32 {
         if process.isRunning { kill(deliverydPID, SIGTERM) }
+        let deadline = Date().addingTimeInterval(60)
+        while process.isRunning, Date() < deadline { usleep(20_000) }
+        if process.isRunning {
+            kill(deliverydPID, SIGKILL)
+            process.waitUntilExit()
+            let lastLines = standardError().split(separator: "\n").suffix(20).joined(separator: "\n")
+            Issue.record(
+                "deliveryd did not stop within 60 s of SIGTERM and was killed; its last log lines:\n\(lastLines)")
+        }
         process.waitUntilExit()
         if !keepData { try? FileManager.default.removeItem(atPath: dataDirectory) }
         return process.terminationStatus
@@ -134,7 +153,7 @@ final class DeliverydProcess {
 
     /// Everything the process wrote to standard output (read after it stopped).
     func standardOutput() -> String {
-        String(decoding: outputPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        output.text()
     }
 
     /// The JSON log lines the process wrote to standard error (read after it stopped).
@@ -144,13 +163,35 @@ final class DeliverydProcess {
         }
     }
 
-    private var errorText: String?
-
     /// Everything the process wrote to standard error (read after it stopped).
     func standardError() -> String {
-        if let errorText { return errorText }
-        let text = String(decoding: errorPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        errorText = text
-        return text
+        errors.text()
+    }
+}
+
+/// Reads a pipe to its end on a thread of its own, keeping what it read.
+final class PipeDrain: Sendable {
+    private let collected = Mutex<[UInt8]>([])
+    private let ended = DispatchSemaphore(value: 0)
+
+    init(_ pipe: Pipe) {
+        let descriptor = pipe.fileHandleForReading.fileDescriptor
+        Thread.detachNewThread { [self] in
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+                if count < 0, errno == EINTR { continue }
+                guard count > 0 else { break }
+                collected.withLock { $0 += buffer[0..<count] }
+            }
+            ended.signal()
+        }
+    }
+
+    /// Everything the pipe carried, once every writer closed it (the process stopped).
+    func text() -> String {
+        ended.wait()
+        ended.signal()
+        return String(decoding: collected.withLock { $0 }, as: UTF8.self)
     }
 }
