@@ -1,4 +1,3 @@
-internal import Dispatch
 public import Storage
 
 /// deliveryd's store on PostgreSQL, for several nodes sharing one (replicated) database.
@@ -10,11 +9,13 @@ public import Storage
 /// (see `readSession`). Nodes coordinate through the database only.
 public final class PostgresStore: Sendable {
     private let pool: PostgresPool
-    /// Where writes whose caller must not block wait for a connection and their commit.
-    private let writeQueue = DispatchQueue(label: "deliveryd.postgres.writes", attributes: .concurrent)
+    /// Where writes whose caller must not block wait for a connection and their commit: batched,
+    /// several in one transaction, by up to half the pool's connections.
+    private let batcher: PostgresWriteBatcher
 
     private init(pool: PostgresPool) {
         self.pool = pool
+        batcher = PostgresWriteBatcher(pool: pool, writerLimit: pool.configuration.size / 2)
     }
 
     /// Connects to `url`, brings the schema up to date and returns the store.
@@ -74,9 +75,14 @@ extension PostgresStore: SQLStore {
         _ body: @escaping @Sendable (any SQLSession) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
-        writeQueue.async {
-            completion(Result { try self.writeSession(body) })
-        }
+        batcher.submit(
+            PostgresWriteBatcher.Write(
+                attempt: { session in
+                    let value = try body(session)
+                    return { completion(.success(value)) }
+                },
+                alone: { completion(Result { try self.writeSession(body) }) },
+                fail: { completion(.failure($0)) }))
     }
 
     /// A session advisory lock named after the task, tried and not waited for, held on a connection

@@ -142,3 +142,63 @@ struct PostgresOutboxListenerTests {
         #expect(calls.waitForOne(), "a push queued after the restart woke the listener")
     }
 }
+
+@Suite("PostgreSQL store: writes batched into transactions", .heavy)
+struct PostgresWriteBatchTests {
+    struct Refused: Error, Equatable {
+        let number: Int
+    }
+
+    /// Writes submitted while the one writer (a pool of two) is held up are committed several to a
+    /// transaction. Every fifth refuses having only read: its batch goes on. A few refuse after
+    /// writing: their batch runs again write by write. Each caller is answered once with its own
+    /// outcome; a refused write leaves nothing, the others are kept, each once.
+    @Test func eachWriteOfABatchGetsItsOwnOutcome() throws {
+        let place = NSTemporaryDirectory() + "batches-" + UUID().uuidString
+        let store = try TestStore.postgres(place, poolSize: 2)
+        try store.writeSession { session in try session.cached("CREATE TABLE marks (n bigint PRIMARY KEY)").run() }
+        struct Answer: Sendable {
+            let number: Int
+            let transaction: Int64?
+            let refused: Bool
+        }
+        let answers = Mutex<[Answer]>([])
+        let done = DispatchGroup()
+        let release = DispatchSemaphore(value: 0)
+        func submit(_ number: Int, holding: Bool = false) {
+            done.enter()
+            store.writeSession(
+                { session -> Int64 in
+                    if holding { release.wait() }
+                    let transaction = try session.cached("SELECT txid_current() AS t").firstRow { try $0.int("t") }
+                    if number % 5 == 0 { throw Refused(number: number) }
+                    try session.send("INSERT INTO marks (n) VALUES (?)", [.integer(Int64(number))])
+                    if number % 50 == 7 { throw Refused(number: number) }
+                    return transaction ?? -1
+                },
+                completion: { result in
+                    let answer =
+                        switch result {
+                        case .success(let transaction): Answer(number: number, transaction: transaction, refused: false)
+                        case .failure(let error): Answer(number: number, transaction: nil, refused: error is Refused)
+                        }
+                    answers.withLock { $0.append(answer) }
+                    done.leave()
+                })
+        }
+        submit(1, holding: true)
+        for number in 2...200 { submit(number) }
+        release.signal()
+        #expect(done.wait(timeout: .now() + 120) == .success, "every write answered")
+
+        let all = answers.withLock { $0 }
+        #expect(all.count == 200 && Set(all.map(\.number)).count == 200, "each write answered once")
+        #expect(all.allSatisfy { ($0.number % 5 == 0 || $0.number % 50 == 7) == $0.refused })
+        let sharing = Dictionary(grouping: all.compactMap(\.transaction), by: { $0 }).values.filter { $0.count > 1 }
+        #expect(!sharing.isEmpty, "writes held up together share a transaction")
+        let kept = try store.readSession { session in
+            try session.cached("SELECT n FROM marks ORDER BY n").rows { Int(try $0.int("n")) }
+        }
+        #expect(kept == (1...200).filter { $0 % 5 != 0 && $0 % 50 != 7 })
+    }
+}

@@ -25,6 +25,11 @@ package final class PostgresConnection {
     /// Times this connection waited for the server's answers: the first wait of a transaction that
     /// finds the connection lost wrote nothing (`PostgresStore` then runs the work on another).
     package private(set) var roundTrips = 0
+    /// Statements run or sent that may change rows (all but `SELECT`s): a transaction whose work
+    /// threw before any of them has nothing to undo.
+    package private(set) var writes = 0
+    /// The prepared statements that only read.
+    private var readingStatements: Set<String> = []
 
     private init(handle: OpaquePointer) {
         self.handle = handle
@@ -63,6 +68,9 @@ package final class PostgresConnection {
 
     /// Whether the connection is still up as far as libpq knows (it learns of a loss on the next call).
     package var isOpen: Bool { PQstatus(handle) == CONNECTION_OK }
+
+    /// Whether the open transaction failed (a statement of it failed): only a rollback ends it.
+    package var transactionFailed: Bool { PQtransactionStatus(handle) == PQTRANS_INERROR }
 
     /// The server's version number (`150018` for 15.18).
     package var serverVersion: Int { Int(PQserverVersion(handle)) }
@@ -112,6 +120,7 @@ package final class PostgresConnection {
     @discardableResult
     package func query(_ sql: String, _ parameters: [DatabaseValue] = []) throws(StorageError) -> PostgresRows {
         let name = try preparedName(for: sql)
+        if !readingStatements.contains(name) { writes += 1 }
         guard unread.isEmpty else {
             try sendPrepared(name, sql: sql, parameters, expected: nil)
             let rows = try readUnread()!
@@ -165,6 +174,7 @@ package final class PostgresConnection {
         throws(StorageError)
     {
         try enterPipeline()
+        if !readingStatements.contains(name) { writes += 1 }
         let sent = withParameters(parameters) { count, values, lengths, formats in
             PQsendQueryPrepared(handle, name, count, values, lengths, formats, 0)
         }
@@ -260,6 +270,7 @@ package final class PostgresConnection {
         defer { PQclear(result) }
         try check(result, sql: sql)
         statementNames[sql] = name
+        if sql.drop(while: \.isWhitespace).prefix(6).uppercased() == "SELECT" { readingStatements.insert(name) }
         return name
     }
 

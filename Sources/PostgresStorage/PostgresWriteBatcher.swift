@@ -1,0 +1,119 @@
+internal import Foundation
+internal import Storage
+
+/// The writes of callers that do not block a thread on them (the API's requests), taken by a few
+/// writer threads in batches: a batch is one transaction on one connection, so the `BEGIN`, the
+/// commit with its WAL flush, and a thread's wake-ups are shared by its writes, as SQLite's group
+/// commit shares a sync. The writes of one batch run one after another, each seeing the ones before.
+///
+/// - A write that fails having only read (a domain refusal after reading the order) is answered
+///   with its failure after the batch commits; the batch goes on.
+/// - A write that fails otherwise (after writing, a statement refused, a lock timeout, a deadlock
+///   with another batch) rolls its batch back, and each write of the batch then runs again alone, in
+///   order, answering with its own outcome. A write's body reads and writes only through its session
+///   and may run more than once before it commits: until then nothing of it is kept.
+/// - A commit whose connection was lost is every write's failure: whether it took effect is not
+///   known, and running the writes again could apply them twice.
+/// - Writer threads start with the load, up to `writerLimit`, and end after a second without work.
+///
+/// - Note: `@unchecked Sendable` is sound: `pending`, `running` and `waiting` are read and written
+///   only while `condition` is locked; the rest are constants.
+final class PostgresWriteBatcher: @unchecked Sendable {
+    struct Write: Sendable {
+        /// Runs the write in the batch's transaction; what it returns answers the caller after the commit.
+        let attempt: @Sendable (PostgresConnection) throws -> () -> Void
+        /// Runs the write in a transaction of its own and answers the caller.
+        let alone: @Sendable () -> Void
+        /// Answers the caller with a failure.
+        let fail: @Sendable (any Error) -> Void
+    }
+
+    private let pool: PostgresPool
+    private let writerLimit: Int
+    private let batchLimit: Int
+    private let condition = NSCondition()
+    private var pending: [Write] = []
+    private var running = 0
+    private var waiting = 0
+
+    /// - Parameters:
+    ///   - writerLimit: writer threads at most, each holding one of the pool's connections while it
+    ///     writes a batch; the rest of the pool serves reads and the pushers.
+    ///   - batchLimit: writes at most in one transaction.
+    init(pool: PostgresPool, writerLimit: Int, batchLimit: Int = 32) {
+        self.pool = pool
+        self.writerLimit = max(1, writerLimit)
+        self.batchLimit = max(1, batchLimit)
+    }
+
+    func submit(_ write: Write) {
+        condition.lock()
+        defer { condition.unlock() }
+        pending.append(write)
+        if waiting > 0 {
+            condition.signal()
+        } else if running < writerLimit {
+            running += 1
+            Thread.detachNewThread { self.work() }
+        }
+    }
+
+    private func work() {
+        condition.lock()
+        while true {
+            guard pending.isEmpty else {
+                let batch = Array(pending.prefix(batchLimit))
+                pending.removeFirst(batch.count)
+                condition.unlock()
+                run(batch)
+                condition.lock()
+                continue
+            }
+            waiting += 1
+            let woken = condition.wait(until: Date().addingTimeInterval(1))
+            waiting -= 1
+            if !woken, pending.isEmpty {
+                running -= 1
+                condition.unlock()
+                return
+            }
+        }
+    }
+
+    private func run(_ batch: [Write]) {
+        guard batch.count > 1 else { return batch[0].alone() }
+        var answers: [() -> Void] = []
+        answers.reserveCapacity(batch.count)
+        var committing = false
+        do {
+            try pool.withConnection { connection in
+                do {
+                    try connection.begin("BEGIN")
+                    for write in batch {
+                        let writesBefore = connection.writes
+                        do {
+                            answers.append(try write.attempt(connection))
+                        } catch
+                            where connection.isOpen && connection.writes == writesBefore
+                            && !connection.transactionFailed
+                        {
+                            answers.append { write.fail(error) }
+                        }
+                    }
+                    committing = true
+                    try connection.commit()
+                } catch {
+                    if connection.isOpen { try? connection.rollback() }
+                    throw error
+                }
+            }
+        } catch let error as StorageError where committing && error.code == .unavailable {
+            for write in batch { write.fail(error) }
+            return
+        } catch {
+            for write in batch { write.alone() }
+            return
+        }
+        for answer in answers { answer() }
+    }
+}
