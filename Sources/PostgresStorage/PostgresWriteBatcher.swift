@@ -14,6 +14,9 @@ internal import Storage
 ///   and may run more than once before it commits: until then nothing of it is kept.
 /// - A commit whose connection was lost is every write's failure: whether it took effect is not
 ///   known, and running the writes again could apply them twice.
+/// - A write waits for a writer at most the pool's `acquireTimeout`, then fails `busy` (503 with
+///   `Retry-After`), as a caller waiting for a connection would: the queue never grows without bound
+///   behind a slow database.
 /// - Writer threads start with the load, up to `writerLimit`, and end after a second without work.
 ///
 /// - Note: `@unchecked Sendable` is sound: `pending`, `running` and `waiting` are read and written
@@ -32,7 +35,7 @@ final class PostgresWriteBatcher: @unchecked Sendable {
     private let writerLimit: Int
     private let batchLimit: Int
     private let condition = NSCondition()
-    private var pending: [Write] = []
+    private var pending: [(write: Write, submitted: ContinuousClock.Instant)] = []
     private var running = 0
     private var waiting = 0
 
@@ -49,7 +52,7 @@ final class PostgresWriteBatcher: @unchecked Sendable {
     func submit(_ write: Write) {
         condition.lock()
         defer { condition.unlock() }
-        pending.append(write)
+        pending.append((write, .now))
         if waiting > 0 {
             condition.signal()
         } else if running < writerLimit {
@@ -62,10 +65,17 @@ final class PostgresWriteBatcher: @unchecked Sendable {
         condition.lock()
         while true {
             guard pending.isEmpty else {
-                let batch = Array(pending.prefix(batchLimit))
-                pending.removeFirst(batch.count)
+                let taken = pending.prefix(batchLimit)
+                pending.removeFirst(taken.count)
                 condition.unlock()
-                run(batch)
+                let oldest = ContinuousClock.now - .seconds(pool.configuration.acquireTimeout)
+                for late in taken where late.submitted < oldest {
+                    late.write.fail(
+                        StorageError(
+                            .busy, "no database writer came free within \(pool.configuration.acquireTimeout) s"))
+                }
+                let batch = taken.filter { $0.submitted >= oldest }.map(\.write)
+                if !batch.isEmpty { run(batch) }
                 condition.lock()
                 continue
             }
