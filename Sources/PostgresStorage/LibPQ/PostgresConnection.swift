@@ -18,7 +18,8 @@ package final class PostgresConnection {
     private var statementNames: [String: String] = [:]
     /// The store's `?` statements in PostgreSQL's `$n` spelling (see `cached`).
     private var numberedSQL: [String: String] = [:]
-    /// Rows the last statement run by `query` changed (`SQLSession.changes`).
+    /// Rows the last statement run by `query` changed (`SQLSession.changes`); a statement sent
+    /// without waiting has its count checked by its `ExpectedChanges` instead.
     package private(set) var changes = 0
     /// Statements sent in pipeline mode whose results are not read yet (`sendWithoutWaiting`).
     private var unread: [(sql: String, expected: ExpectedChanges?)] = []
@@ -123,7 +124,9 @@ package final class PostgresConnection {
         if !readingStatements.contains(name) { writes += 1 }
         guard unread.isEmpty else {
             try sendPrepared(name, sql: sql, parameters, expected: nil)
-            let rows = try readUnread()!
+            guard let rows = try readUnread() else {
+                throw StorageError("PostgreSQL sent no result [\(sql.prefix(200))]")
+            }
             changes = rows.affected
             return rows
         }

@@ -8,7 +8,8 @@ package protocol SQLSession: AnyObject {
     /// The statement for `sql`, prepared once per connection and reused.
     func cached(_ sql: String) throws -> Statement
 
-    /// Rows the last INSERT, UPDATE or DELETE changed.
+    /// Rows the last INSERT, UPDATE or DELETE run with `run` changed (a `send`'s count is checked by
+    /// its `expected` instead: on PostgreSQL it is not known yet).
     var changes: Int { get }
 
     /// What the engines spell differently.
