@@ -53,7 +53,7 @@ let package = Package(
         ),
 
         // The core: pure values, no I/O.
-        .target(name: "OrderDomain", swiftSettings: strictSettings),
+        .target(name: "OrderDomain", dependencies: ["DeliveryActivityContract"], swiftSettings: strictSettings),
         .target(
             name: "Projection", dependencies: ["OrderDomain", "DeliveryActivityContract"],
             swiftSettings: strictSettings

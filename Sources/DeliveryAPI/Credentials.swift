@@ -1,4 +1,5 @@
 import Cryptography
+import DeliveryActivityContract
 public import FoundationEssentials
 import OrderDomain
 public import Storage
@@ -112,7 +113,7 @@ public enum Credentials {
                 guard let order = try store.trackedOrder(trackingTokenHash: Hex.encode(presentedHash)) else {
                     throw APIError.unauthorized("unknown tracking token")
                 }
-                if order.status.isTerminal, now > order.updatedAt.addingTimeInterval(trackingTokenLifetime) {
+                if order.status.isFinal, now > order.updatedAt.addingTimeInterval(trackingTokenLifetime) {
                     throw APIError.unauthorized("this tracking token expired: its order ended")
                 }
                 return .customer(orderID: order.id)

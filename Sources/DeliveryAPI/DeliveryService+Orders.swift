@@ -1,3 +1,4 @@
+import DeliveryActivityContract
 import Foundation
 import HTTPServer
 import OrderDomain
@@ -141,7 +142,7 @@ extension DeliveryService {
         }
         // When an app that starts the activity itself should: a pre-order's start waits (iOS would
         // end an activity started a day early long before delivery); an ended order has none.
-        if !order.status.isTerminal {
+        if !order.status.isFinal {
             view["startAt"] = .time(configuration.projection.startTime(of: order, now: call.now))
         }
         return json(200, .object(view))
@@ -214,7 +215,7 @@ extension DeliveryService {
             guard let order = try transaction.lockOrder(id: orderID), order.isVisible(to: principal) else {
                 throw APIError.notFound("order not found")
             }
-            guard !order.status.isTerminal else {
+            guard !order.status.isFinal else {
                 throw APIError(
                     OrderError(
                         .orderClosed, "order is \(order.status.rawValue): nothing to start",

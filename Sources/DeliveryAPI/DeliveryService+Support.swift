@@ -1,3 +1,4 @@
+import DeliveryActivityContract
 public import Foundation
 import HTTPServer
 import OrderDomain

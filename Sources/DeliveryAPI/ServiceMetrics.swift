@@ -1,3 +1,4 @@
+import DeliveryActivityContract
 import Foundation
 public import HTTPServer
 import OrderDomain

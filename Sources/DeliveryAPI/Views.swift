@@ -1,3 +1,4 @@
+import DeliveryActivityContract
 import OrderDomain
 import Projection
 import Storage
@@ -46,7 +47,7 @@ enum Views {
     /// while the order is open their phone, address and note. Never payment, prices or the customer's
     /// id; once the order ended, no contact details either.
     static func rider(_ order: Order) -> JSONValue {
-        let open = !order.status.isTerminal
+        let open = !order.status.isFinal
         let firstName = order.customer.name.split(separator: " ").first.map(String.init) ?? ""
         var customer: [String: JSONValue] = ["firstName": .string(firstName)]
         if open { customer["phone"] = .string(order.customer.phone) }

@@ -108,7 +108,11 @@ public struct DeliveryAttributes: Codable, Hashable, Sendable {
 }
 
 /// The stages of a delivery, in order; `cancelled` may end any stage before `delivered`.
-public enum DeliveryStatus: String, CaseIterable, Sendable {
+///
+/// The server's domain uses this type itself (as `OrderStatus`), so the app and the server cannot
+/// disagree on a status. The raw values are the strings of the HTTP API and of `ContentState.status`,
+/// so they never change.
+public enum DeliveryStatus: String, CaseIterable, Codable, Hashable, Sendable {
     case placed
     case preparing
     case pickup

@@ -1,3 +1,4 @@
+public import DeliveryActivityContract
 public import FoundationEssentials
 
 /// A request to move an order to another status, as a merchant, rider or admin sends it.
@@ -39,7 +40,7 @@ extension Order {
         try check.finish()
 
         if change.status == status { return .unchanged(self) }
-        guard !status.isTerminal else {
+        guard !status.isFinal else {
             throw OrderError(.orderClosed, "order is \(status.rawValue)", currentStatus: status)
         }
         if let target = change.status.pathStage, let current = status.pathStage, target < current {
@@ -69,7 +70,7 @@ extension Order {
         -> ChangeOutcome
     {
         guard isVisible(to: principal) else { throw OrderError(.notFound, "order not found") }
-        guard !status.isTerminal else {
+        guard !status.isFinal else {
             throw OrderError(.orderClosed, "order is \(status.rawValue)", currentStatus: status)
         }
         var check = FieldChecker()
@@ -94,7 +95,7 @@ extension Order {
     public func assigning(_ rider: Rider, by principal: Principal, at now: Date) throws(OrderError) -> ChangeOutcome {
         guard isVisible(to: principal) else { throw OrderError(.notFound, "order not found") }
         if case .rider = principal { throw OrderError(.forbidden, "a rider may not assign riders") }
-        guard !status.isTerminal else {
+        guard !status.isFinal else {
             throw OrderError(.orderClosed, "order is \(status.rawValue)", currentStatus: status)
         }
         var check = FieldChecker()
@@ -144,7 +145,7 @@ extension Order {
     /// - Throws: `order_closed` once the order is delivered or cancelled: the ride is over, and a new
     ///   Live Activity would have nothing to show.
     public func checkOpen() throws(OrderError) {
-        guard !status.isTerminal else {
+        guard !status.isFinal else {
             throw OrderError(.orderClosed, "order is \(status.rawValue)", currentStatus: status)
         }
     }

@@ -1,3 +1,4 @@
+public import DeliveryActivityContract
 public import FoundationEssentials
 
 /// An order as the server knows it, private fields included.
@@ -76,7 +77,7 @@ public struct Order: Sendable, Hashable {
     }
 
     /// Whether a position of its rider means anything: a rider is assigned and the order is open.
-    public var acceptsPositions: Bool { rider != nil && !status.isTerminal }
+    public var acceptsPositions: Bool { rider != nil && !status.isFinal }
 
     /// The destination while the order is `delivering`: only then does a position measure the ride.
     public var rideDestination: Coordinate? { status == .delivering ? destination : nil }

@@ -1,3 +1,4 @@
+public import DeliveryActivityContract
 public import FoundationEssentials
 
 /// A new order as a merchant sends it, before validation: every field may be missing or malformed.

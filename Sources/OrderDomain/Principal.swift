@@ -1,3 +1,4 @@
+public import DeliveryActivityContract
 /// Who asks for a change: the role of an API key, bound to the merchant or rider it belongs to.
 ///
 /// A rider belongs to a merchant: rider ids are the merchant's own names, so two merchants may both

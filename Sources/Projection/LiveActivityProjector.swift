@@ -24,14 +24,14 @@ public struct LiveActivityProjector: Sendable {
     /// The state without the ride: what changes only when the order itself does (status, ETA, rider).
     public func baseContentState(for order: Order) -> ContentState {
         ContentState(
-            status: DeliveryStatus(order.status).rawValue,
+            status: order.status.rawValue,
             stage: order.stage,
             progress: Double(order.stage) / 4,
             statusText: Language(localeTag: order.customer.locale).statusText(order.status),
             estimatedArrival: roundedEstimatedArrival(order.estimatedArrival),
             riderName: order.rider.flatMap { firstName(of: $0.name) },
             // The order's last change is its end: delivered or cancelled orders take no other.
-            endedAt: order.status.isTerminal
+            endedAt: order.status.isFinal
                 ? Date(timeIntervalSinceReferenceDate: Double(encodedDate(order.updatedAt))) : nil
         )
     }

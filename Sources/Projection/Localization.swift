@@ -1,3 +1,4 @@
+public import DeliveryActivityContract
 public import OrderDomain
 
 /// The languages the Live Activity's texts exist in; any other locale falls back to English.

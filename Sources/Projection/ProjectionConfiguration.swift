@@ -1,3 +1,4 @@
+import DeliveryActivityContract
 public import FoundationEssentials
 public import OrderDomain
 

@@ -129,7 +129,7 @@ public struct PushPlanner: Sendable {
     /// Plans the push that starts an activity on a device with a push-to-start token.
     /// - Throws: `PayloadTooLargeError` if the payload cannot fit.
     public func planStart(order: Order, bundleID: String, now: Date) throws(PayloadTooLargeError) -> PushDecision {
-        guard !order.status.isTerminal else { return .skip(.orderAlreadyEnded) }
+        guard !order.status.isFinal else { return .skip(.orderAlreadyEnded) }
         let state = projector.contentState(for: order)
         let staleDate = staleDate(for: state, startedAt: now, now: now)
         let headers = APNsHeaders(
@@ -155,7 +155,7 @@ public struct PushPlanner: Sendable {
         let state = projector.contentState(for: order)
         let topic = Self.topic(for: activity.bundleID)
 
-        if order.status.isTerminal {
+        if order.status.isFinal {
             let dismissal = now.addingTimeInterval(configuration.dismissalDelay)
             // Kept by APNs past the dismissal too: a phone offline now must still learn that the order ended.
             let expiration = max(dismissal, now.addingTimeInterval(configuration.minimumFreshness))

@@ -1,5 +1,6 @@
 import Cryptography
 import DeliveryAPI
+import DeliveryActivityContract
 import Foundation
 import HTTPServer
 import Storage

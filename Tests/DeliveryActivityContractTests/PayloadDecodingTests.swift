@@ -45,13 +45,13 @@ struct PayloadDecodingTests {
         let activity = ActivityContext(bundleID: "com.example.app", startedAt: Self.placedAt)
         let update = try #require(Self.sent(try planner.planUpdate(order: order, activity: activity, now: Self.now)))
         let decoded = try ActivityKitPayload.decode(update)
-        #expect(decoded.event == (status.isTerminal ? "end" : "update"))
+        #expect(decoded.event == (status.isFinal ? "end" : "update"))
         #expect(decoded.contentState == update.contentState)
         #expect(decoded.contentState.estimatedArrival == eta)
         #expect(decoded.contentState.knownStatus?.rawValue == status.rawValue)
         #expect(decoded.timestamp == Int(Self.now.timeIntervalSince1970))
 
-        guard !status.isTerminal else { return }
+        guard !status.isFinal else { return }
         let start = try #require(Self.sent(try planner.planStart(order: order, bundleID: "b", now: Self.now)))
         let started = try ActivityKitPayload.decode(start)
         #expect(started.event == "start")
@@ -89,7 +89,7 @@ struct PayloadDecodingTests {
             #expect(
                 decoded.contentState.estimatedArrival.timeIntervalSince1970
                     == (eta.timeIntervalSince1970 / 60).rounded() * 60)
-            if !status.isTerminal, index % 10 == 0 {
+            if !status.isFinal, index % 10 == 0 {
                 let start = try #require(Self.sent(try planner.planStart(order: order, bundleID: "b", now: Self.now)))
                 #expect(try ActivityKitPayload.decode(start).attributes == projector.attributes(for: order))
             }

@@ -1,3 +1,4 @@
+import DeliveryActivityContract
 import FoundationEssentials
 import OrderDomain
 import Testing

@@ -115,7 +115,7 @@ struct PrivacyPropertyTests {
             let android = AndroidLiveUpdate(
                 attributes: projector.encode(projector.attributes(for: order)),
                 contentState: projector.encode(projector.contentState(for: order)), version: Int64(iteration),
-                event: status.isTerminal ? .end : .update, highPriority: true, timeToLive: 3600)
+                event: status.isFinal ? .end : .update, highPriority: true, timeToLive: 3600)
             // The Android message carries the state as a string: its dates are digits inside text, so
             // it is searched for the secrets only (the state itself is the digit-checked payload's).
             guard let androidBody = android.requestBody(registrationToken: "device") else {

@@ -154,7 +154,7 @@ struct PushPlannerTests {
         let update = try #require(push(try planner.planUpdate(order: late, activity: activity, now: now)))
         #expect(update.headers.expiration >= freshUntil)
         let aps = try Self.aps(update)
-        if status.isTerminal {
+        if status.isFinal {
             #expect(update.event == .end)
             // Dismissed at once on a phone that gets it, yet kept by APNs for one that is offline.
             #expect(aps["dismissal-date"] as? Int == Int(now.timeIntervalSince1970))

@@ -1,4 +1,5 @@
 import Cryptography
+import DeliveryActivityContract
 import Foundation
 import OrderDomain
 import Pusher

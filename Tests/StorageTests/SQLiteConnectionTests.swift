@@ -1,4 +1,5 @@
 import CSQLite
+import DeliveryActivityContract
 import Foundation
 import OrderDomain
 import Testing

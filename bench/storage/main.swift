@@ -1,3 +1,4 @@
+import DeliveryActivityContract
 import Foundation
 import OrderDomain
 import Storage

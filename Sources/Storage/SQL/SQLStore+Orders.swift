@@ -1,3 +1,4 @@
+import DeliveryActivityContract
 public import FoundationEssentials
 internal import JSONSyntax
 public import OrderDomain

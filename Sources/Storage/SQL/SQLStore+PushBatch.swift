@@ -1,3 +1,4 @@
+public import DeliveryActivityContract
 public import FoundationEssentials
 public import OrderDomain
 

@@ -1,3 +1,4 @@
+import DeliveryActivityContract
 internal import FoundationEssentials
 internal import OrderDomain
 
