@@ -309,3 +309,173 @@ public struct MerchantOpenOrders: Sendable, Hashable {
         self.openOrders = openOrders
     }
 }
+
+/// An activity of an order, as a dictionary key.
+public struct ActivityKey: Hashable, Sendable {
+    public let orderID: String
+    public let activityID: String
+
+    public init(orderID: String, activityID: String) {
+        self.orderID = orderID
+        self.activityID = activityID
+    }
+}
+
+/// A device of one merchant's customer, as a dictionary key.
+public struct DeviceKey: Hashable, Sendable {
+    public let merchantID: String
+    public let customerID: String
+    public let deviceID: String
+
+    public init(merchantID: String, customerID: String, deviceID: String) {
+        self.merchantID = merchantID
+        self.customerID = customerID
+        self.deviceID = deviceID
+    }
+}
+
+/// Everything the pusher reads to plan a claimed batch, read in one transaction.
+///
+/// - Note: Its orders carry no `items`: the projection never reads them, and decoding them was most
+///   of the cost of planning a batch.
+public struct PushBatchContext: Sendable {
+    public var orders: [String: Order] = [:]
+    public var activities: [ActivityKey: ActivityRecord] = [:]
+    public var pushToStart: [DeviceKey: PushToStartRecord] = [:]
+    /// Priority-10 pushes accepted per activity since the `since` of the read: the hourly budget.
+    public var highPriorityPushes: [ActivityKey: Int] = [:]
+    /// For an Android activity's FCM token, the newest message any live activity with that token was
+    /// sent (one phone following several orders): FCM's limits are the device's, not the order's.
+    public var lastSentToToken: [String: Date] = [:]
+
+    public init() {}
+}
+
+/// What to write for one finished row of a batch; a batch of them is written in one transaction.
+public struct PushCompletion: Sendable {
+    public enum RowOutcome: Sendable, Hashable {
+        case sent
+        case dead(reason: String)
+        case retry(at: Date, error: String)
+    }
+
+    /// The state an accepted update or end leaves the activity showing.
+    public struct SentState: Sendable, Hashable {
+        public let status: OrderStatus
+        public let fingerprint: String
+        public let timestamp: Date
+
+        public init(status: OrderStatus, fingerprint: String, timestamp: Date) {
+            self.status = status
+            self.fingerprint = fingerprint
+            self.timestamp = timestamp
+        }
+    }
+
+    /// A token to remove: an activity's (ending it) or a device's push-to-start token.
+    public enum Removal: Sendable, Hashable {
+        case activity(activityID: String, reason: String, onlyIfRegisteredBefore: Date?)
+        case pushToStart(merchantID: String, customerID: String, deviceID: String, onlyIfRegisteredBefore: Date?)
+    }
+
+    /// An Android device an order's start reached. It becomes an activity of the order, so that the
+    /// order's later updates go to the same FCM token: an Android phone registers nothing per order,
+    /// where an iPhone must send the update token of the activity the start created.
+    public typealias StartedDevice = (activityID: String, pushToken: String, project: String)
+
+    public var item: OutboxItem
+    public var outcome: RowOutcome
+    public var attempt: PushAttempt?
+    /// What the activity shows now; with `startedDevice`, what the start showed.
+    public var sentState: SentState?
+    public var removal: Removal?
+    public var startedDevice: StartedDevice?
+
+    public init(
+        item: OutboxItem, outcome: RowOutcome, attempt: PushAttempt? = nil, sentState: SentState? = nil,
+        removal: Removal? = nil, startedDevice: StartedDevice? = nil
+    ) {
+        self.startedDevice = startedDevice
+        self.item = item
+        self.outcome = outcome
+        self.attempt = attempt
+        self.sentState = sentState
+        self.removal = removal
+    }
+}
+
+/// What the positions of one ride changed, to store.
+public struct RideUpdate: Sendable, Hashable {
+    public let orderID: String
+    /// The rider whose positions these are: an order given to another rider meanwhile is left alone.
+    public let riderID: String
+    public let tracking: DeliveryTracking
+    /// Whether the customer's activity shows something new: then its live activities get a push.
+    public let queuesPushes: Bool
+
+    public init(orderID: String, riderID: String, tracking: DeliveryTracking, queuesPushes: Bool) {
+        self.orderID = orderID
+        self.riderID = riderID
+        self.tracking = tracking
+        self.queuesPushes = queuesPushes
+    }
+}
+
+/// The role an API key grants; merchant and rider keys are bound to one merchant or rider.
+public enum APIKeyRole: String, Sendable, Hashable, CaseIterable {
+    case merchant
+    case rider
+    case admin
+}
+
+/// A stored API key: only the SHA-256 of the key is kept, never the key itself.
+public struct APIKeyRecord: Sendable, Hashable {
+    public let id: String
+    public let keyHash: String
+    public let role: APIKeyRole
+    public let merchantID: String?
+    public let riderID: String?
+    public let createdAt: Date
+    public let revokedAt: Date?
+
+    public init(
+        id: String, keyHash: String, role: APIKeyRole, merchantID: String?, riderID: String?, createdAt: Date,
+        revokedAt: Date? = nil
+    ) {
+        self.id = id
+        self.keyHash = keyHash
+        self.role = role
+        self.merchantID = merchantID
+        self.riderID = riderID
+        self.createdAt = createdAt
+        self.revokedAt = revokedAt
+    }
+}
+
+/// What `claimIdempotencyKey` found.
+public enum IdempotencyClaim: Sendable, Hashable {
+    /// The key is this request's now.
+    case claimed
+    /// An earlier request holds the key, with its kept response.
+    case taken(IdempotentResponse)
+}
+
+/// The first response to a write that carried an `Idempotency-Key`, replayed for retries.
+public struct IdempotentResponse: Sendable, Hashable {
+    /// SHA-256 of the request (method, path, body): a retry must send the same request.
+    public let requestHash: String
+    public let status: Int
+    public let body: [UInt8]
+
+    public init(requestHash: String, status: Int, body: [UInt8]) {
+        self.requestHash = requestHash
+        self.status = status
+        self.body = body
+    }
+}
+
+/// The answer of `createOrder`: a new order, or the one this merchant already has under that number.
+public enum CreateOrderResult: Sendable, Hashable {
+    case created(Order, eventID: Int64, queuedStarts: Int)
+    case existing(Order)
+}

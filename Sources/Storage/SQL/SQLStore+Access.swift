@@ -1,58 +1,5 @@
 public import FoundationEssentials
 
-/// The role an API key grants; merchant and rider keys are bound to one merchant or rider.
-public enum APIKeyRole: String, Sendable, Hashable, CaseIterable {
-    case merchant
-    case rider
-    case admin
-}
-
-/// A stored API key: only the SHA-256 of the key is kept, never the key itself.
-public struct APIKeyRecord: Sendable, Hashable {
-    public let id: String
-    public let keyHash: String
-    public let role: APIKeyRole
-    public let merchantID: String?
-    public let riderID: String?
-    public let createdAt: Date
-    public let revokedAt: Date?
-
-    public init(
-        id: String, keyHash: String, role: APIKeyRole, merchantID: String?, riderID: String?, createdAt: Date,
-        revokedAt: Date? = nil
-    ) {
-        self.id = id
-        self.keyHash = keyHash
-        self.role = role
-        self.merchantID = merchantID
-        self.riderID = riderID
-        self.createdAt = createdAt
-        self.revokedAt = revokedAt
-    }
-}
-
-/// The first response to a write that carried an `Idempotency-Key`, replayed for retries.
-/// What `claimIdempotencyKey` found.
-public enum IdempotencyClaim: Sendable, Hashable {
-    /// The key is this request's now.
-    case claimed
-    /// An earlier request holds the key, with its kept response.
-    case taken(IdempotentResponse)
-}
-
-public struct IdempotentResponse: Sendable, Hashable {
-    /// SHA-256 of the request (method, path, body): a retry must send the same request.
-    public let requestHash: String
-    public let status: Int
-    public let body: [UInt8]
-
-    public init(requestHash: String, status: Int, body: [UInt8]) {
-        self.requestHash = requestHash
-        self.status = status
-        self.body = body
-    }
-}
-
 extension SQLStore {
     /// Stores a new API key.
     /// - Throws: `StorageError` when the id is taken.

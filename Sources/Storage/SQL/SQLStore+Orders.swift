@@ -3,12 +3,6 @@ public import FoundationEssentials
 internal import JSONSyntax
 public import OrderDomain
 
-/// The answer of `createOrder`: a new order, or the one this merchant already has under that number.
-public enum CreateOrderResult: Sendable, Hashable {
-    case created(Order, eventID: Int64, queuedStarts: Int)
-    case existing(Order)
-}
-
 extension SQLStore {
     /// Reads an order, private fields included.
     public func order(id: String) throws(StorageError) -> Order? {
@@ -310,23 +304,6 @@ extension StoreSQL {
             updatedAt: Date(storageMilliseconds: try row.int("updated_at")),
             destination: destination, tracking: tracking
         )
-    }
-}
-
-/// What the positions of one ride changed, to store.
-public struct RideUpdate: Sendable, Hashable {
-    public let orderID: String
-    /// The rider whose positions these are: an order given to another rider meanwhile is left alone.
-    public let riderID: String
-    public let tracking: DeliveryTracking
-    /// Whether the customer's activity shows something new: then its live activities get a push.
-    public let queuesPushes: Bool
-
-    public init(orderID: String, riderID: String, tracking: DeliveryTracking, queuesPushes: Bool) {
-        self.orderID = orderID
-        self.riderID = riderID
-        self.tracking = tracking
-        self.queuesPushes = queuesPushes
     }
 }
 
