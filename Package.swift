@@ -55,7 +55,7 @@ let package = Package(
         // The core: pure values, no I/O.
         .target(name: "OrderDomain", dependencies: ["DeliveryActivityContract"], swiftSettings: strictSettings),
         .target(
-            name: "Projection", dependencies: ["OrderDomain", "DeliveryActivityContract"],
+            name: "Projection", dependencies: ["OrderDomain", "DeliveryActivityContract", "JSONSyntax"],
             swiftSettings: strictSettings
         ),
 
@@ -65,13 +65,14 @@ let package = Package(
         // Metrics and structured logs, shared by the edges.
         .target(name: "JSONSyntax", swiftSettings: strictSettings),
 
-        .target(name: "Telemetry", swiftSettings: strictSettings),
+        .target(name: "Telemetry", dependencies: ["JSONSyntax"], swiftSettings: strictSettings),
 
         // The edges.
         .target(name: "Lifecycle", dependencies: ["Telemetry"], swiftSettings: strictSettings),
 
         .target(
-            name: "HTTPServer", dependencies: ["CLinuxShim", "Telemetry", "Lifecycle"], swiftSettings: strictSettings
+            name: "HTTPServer", dependencies: ["CLinuxShim", "JSONSyntax", "Telemetry", "Lifecycle"],
+            swiftSettings: strictSettings
         ),
         .target(
             name: "Storage",

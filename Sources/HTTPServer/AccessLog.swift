@@ -1,3 +1,4 @@
+import JSONSyntax
 public import Telemetry
 
 #if canImport(Glibc)
@@ -51,26 +52,26 @@ struct AccessLogBuffer {
         bytes += secondPrefix
         appendDigits(Int(now.tv_nsec / 1_000_000), width: 3)
         bytes += #"Z","level":"info","logger":"http","message":"http.request","http.request.method":"#.utf8
-        appendString(method)
+        JSONText.appendQuoted(method, to: &bytes)
         bytes += #","http.response.size":"#.utf8
         appendDigits(size, width: 1)
         bytes += #","http.response.status_code":"#.utf8
         appendDigits(status, width: 1)
         if let route {
             bytes += #","http.route":"#.utf8
-            appendString(route)
+            JSONText.appendQuoted(route, to: &bytes)
         }
         bytes += #","http.server.request.duration":"#.utf8
         appendDigits(Int(durationNanoseconds / 1_000_000_000), width: 1)
         bytes.append(UInt8(ascii: "."))
         appendDigits(Int(durationNanoseconds % 1_000_000_000 / 1000), width: 6)
         bytes += #","request.id":"#.utf8
-        appendString(requestID)
+        JSONText.appendQuoted(requestID, to: &bytes)
         bytes += #","url.path":"#.utf8
         if let route, configuration.pathsLoggedAsRoute.contains(where: path.hasPrefix) {
-            appendString(route)
+            JSONText.appendQuoted(route, to: &bytes)
         } else {
-            appendString(path)
+            JSONText.appendQuoted(path, to: &bytes)
         }
         bytes += "}\n".utf8
         lines += 1
@@ -120,26 +121,5 @@ struct AccessLogBuffer {
             remaining /= 10
             index -= 1
         } while remaining > 0 && index >= start
-    }
-
-    /// A JSON string literal: quotes, backslashes and control characters escaped; the rest is
-    /// already valid UTF-8 (a `String`), which JSON takes as it is.
-    private mutating func appendString(_ text: String) {
-        bytes.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
-                bytes.append(UInt8(ascii: "\\"))
-                bytes.append(byte)
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                bytes += #"\u00"#.utf8
-                bytes.append(hex[Int(byte >> 4)])
-                bytes.append(hex[Int(byte & 0xF)])
-            default:
-                bytes.append(byte)
-            }
-        }
-        bytes.append(UInt8(ascii: "\""))
     }
 }

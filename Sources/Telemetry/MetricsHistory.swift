@@ -1,4 +1,5 @@
 public import FoundationEssentials
+import JSONSyntax
 import Synchronization
 
 /// Named figures sampled at a fixed step and kept in memory for a bounded time, so that a dashboard
@@ -134,7 +135,7 @@ public final class MetricsHistory: Sendable {
         out.append(contentsOf: #"{"gauges":["#.utf8)
         for (position, name) in state.columns.filter(gauges.contains).enumerated() {
             if position > 0 { out.append(UInt8(ascii: ",")) }
-            Self.appendString(name, to: &out)
+            JSONText.appendQuoted(name, to: &out)
         }
         out.append(contentsOf: #"],"tiers":["#.utf8)
         Self.appendTier(fine, state.fine, columns: state.columns, since: sinceMilliseconds, to: &out)
@@ -150,7 +151,7 @@ public final class MetricsHistory: Sendable {
     ) {
         let order = ring.order.filter { index in since.map { ring.times[index] > $0 } ?? true }
         out.append(contentsOf: #"{"name":"#.utf8)
-        appendString(tier.name, to: &out)
+        JSONText.appendQuoted(tier.name, to: &out)
         out.append(contentsOf: #","stepSeconds":"#.utf8)
         appendNumber(tier.step, to: &out)
         out.append(contentsOf: #","capacity":"#.utf8)
@@ -163,7 +164,7 @@ public final class MetricsHistory: Sendable {
         out.append(contentsOf: #"],"series":{"#.utf8)
         for (column, name) in columns.enumerated() {
             if column > 0 { out.append(UInt8(ascii: ",")) }
-            appendString(name, to: &out)
+            JSONText.appendQuoted(name, to: &out)
             out.append(contentsOf: ":[".utf8)
             for (position, index) in order.enumerated() {
                 if position > 0 { out.append(UInt8(ascii: ",")) }
@@ -185,24 +186,5 @@ public final class MetricsHistory: Sendable {
         } else {
             out.append(contentsOf: "\((value * 1e6).rounded() / 1e6)".utf8)
         }
-    }
-
-    /// Names come from metric names and label values: escaped all the same.
-    private static func appendString(_ text: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
-                out.append(UInt8(ascii: "\\"))
-                out.append(byte)
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: #"\u00"#.utf8)
-                out.append(hex[Int(byte >> 4)])
-                out.append(hex[Int(byte & 0xF)])
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
     }
 }
