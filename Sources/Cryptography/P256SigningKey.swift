@@ -1,26 +1,14 @@
 internal import COpenSSL
 
 /// An ECDSA P-256 private key, loaded from the PEM text of an APNs `.p8` file, that signs ES256.
-///
-/// - Note: `@unchecked Sendable` is sound here: the `EVP_PKEY` is never mutated after `init`, and every
-///   signature or verification uses its own `EVP_MD_CTX`, which OpenSSL documents as safe for a
-///   shared, read-only key.
-public final class P256SigningKey: @unchecked Sendable {
-    private let key: OpaquePointer
+public struct P256SigningKey: Sendable {
+    private let key: OpenSSLPrivateKey
 
     /// Loads a PKCS #8 (`-----BEGIN PRIVATE KEY-----`) or SEC 1 (`BEGIN EC PRIVATE KEY`) P-256 key.
     /// - Throws: `CryptoError` if the text is not a PEM private key or the curve is not P-256.
     public init(pem: String) throws(CryptoError) {
-        let loaded = try OpenSSLKeys.privateKey(pem: pem)
-        guard EVP_PKEY_get_base_id(loaded) == EVP_PKEY_EC, EVP_PKEY_get_bits(loaded) == 256 else {
-            EVP_PKEY_free(loaded)
-            throw CryptoError(operation: "reading the PEM key", reason: "not a P-256 (prime256v1) EC key")
-        }
-        self.key = loaded
-    }
-
-    deinit {
-        EVP_PKEY_free(key)
+        key = try OpenSSLPrivateKey(
+            pem: pem, type: EVP_PKEY_EC, bits: 256...256, refusal: "not a P-256 (prime256v1) EC key")
     }
 
     /// Signs `message` with ECDSA over SHA-256 and returns the JWS form: r ‖ s, 32 bytes each.
@@ -28,7 +16,7 @@ public final class P256SigningKey: @unchecked Sendable {
     /// OpenSSL produces a DER `ECDSA-Sig-Value`; JWS (RFC 7518 §3.4) wants the fixed-width raw pair,
     /// which is what APNs verifies.
     public func signES256(_ message: [UInt8]) throws(CryptoError) -> [UInt8] {
-        try Self.rawSignature(fromDER: OpenSSLKeys.signSHA256(message, with: key))
+        try Self.rawSignature(fromDER: key.signSHA256(message))
     }
 
     /// Checks an r ‖ s signature against this key's public half.
@@ -37,7 +25,7 @@ public final class P256SigningKey: @unchecked Sendable {
             let context = EVP_MD_CTX_new()
         else { return false }
         defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, key) == 1 else { return false }
+        guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, key.pointer) == 1 else { return false }
         return EVP_DigestVerify(context, der, der.count, message, message.count) == 1
     }
 
