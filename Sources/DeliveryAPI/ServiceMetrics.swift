@@ -138,22 +138,6 @@ public enum StorageMetrics {
     }
 }
 
-/// A connection pool's state, as the metrics show it.
-public struct ConnectionPoolHealth: Sendable {
-    public var open: Int
-    public var idle: Int
-    public var waiting: Int
-    /// Whether the last attempt to reach the database succeeded.
-    public var reachable: Bool
-
-    public init(open: Int, idle: Int, waiting: Int, reachable: Bool) {
-        self.open = open
-        self.idle = idle
-        self.waiting = waiting
-        self.reachable = reachable
-    }
-}
-
 extension StorageMetrics {
     /// The database connections of a node on PostgreSQL: a pool always full with callers waiting
     /// wants more connections (`--database-pool-size`), an unreachable database wants an operator.

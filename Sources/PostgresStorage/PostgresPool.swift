@@ -1,5 +1,5 @@
 internal import Foundation
-internal import Storage
+package import Storage
 
 /// A bounded set of connections to one PostgreSQL database, lent to the service's threads one
 /// caller at a time.
@@ -33,16 +33,6 @@ package final class PostgresPool: @unchecked Sendable {
         }
     }
 
-    /// What `/readyz` and `/metrics` show of the pool.
-    package struct Health: Sendable, Hashable {
-        package var open: Int
-        package var idle: Int
-        package var waiting: Int
-        /// Whether the last attempt to reach the server succeeded.
-        package var reachable: Bool
-        package var lastError: String?
-    }
-
     package let configuration: Configuration
     private let condition = NSCondition()
     private var idle: [PostgresConnection] = []
@@ -65,12 +55,10 @@ package final class PostgresPool: @unchecked Sendable {
         return try body(connection)
     }
 
-    package var health: Health {
+    package var health: ConnectionPoolHealth {
         condition.lock()
         defer { condition.unlock() }
-        return Health(
-            open: open, idle: idle.count, waiting: waiting, reachable: failedConnects == 0,
-            lastError: lastError?.description)
+        return ConnectionPoolHealth(open: open, idle: idle.count, waiting: waiting, reachable: failedConnects == 0)
     }
 
     private func acquire() throws(StorageError) -> PostgresConnection {

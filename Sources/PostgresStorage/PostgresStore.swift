@@ -39,7 +39,7 @@ public final class PostgresStore: Sendable {
     }
 
     /// The pool's connections and whether the server answers: for readiness and metrics.
-    package var health: PostgresPool.Health { pool.health }
+    package var health: ConnectionPoolHealth { pool.health }
 
     /// The applied schema versions, oldest first.
     public func schemaVersions() throws(StorageError) -> [Int] {

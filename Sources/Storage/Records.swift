@@ -479,3 +479,20 @@ public enum CreateOrderResult: Sendable, Hashable {
     case created(Order, eventID: Int64, queuedStarts: Int)
     case existing(Order)
 }
+
+/// A connection pool's state, for `/readyz` and the metrics: a pool always full with callers waiting
+/// wants more connections, an unreachable database wants an operator.
+public struct ConnectionPoolHealth: Sendable, Hashable {
+    public var open: Int
+    public var idle: Int
+    public var waiting: Int
+    /// Whether the last attempt to reach the database succeeded.
+    public var reachable: Bool
+
+    package init(open: Int, idle: Int, waiting: Int, reachable: Bool) {
+        self.open = open
+        self.idle = idle
+        self.waiting = waiting
+        self.reachable = reachable
+    }
+}

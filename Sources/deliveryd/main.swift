@@ -286,15 +286,8 @@ if let account = fcmTokens?.account {
 /// Whether pushes go to APNs: an app key is configured; without one the log sender records them.
 let usesAPNs = configuration.apnsKeyFile != nil || !configuration.apnsApps.isEmpty
 let apnsApps = [configuration.apnsTopic].compactMap { $0 } + configuration.apnsApps.map(\.bundleID)
-/// Reads the PostgreSQL pool's state, for `/readyz` and the metrics.
-func poolHealth(of store: PostgresStore) -> @Sendable () -> ConnectionPoolHealth {
-    {
-        let health = store.health
-        return ConnectionPoolHealth(
-            open: health.open, idle: health.idle, waiting: health.waiting, reachable: health.reachable)
-    }
-}
-let databaseHealth = postgres.map(poolHealth(of:))
+/// The PostgreSQL pool's state, for `/readyz` and the metrics.
+let databaseHealth = postgres.map { store in { @Sendable in store.health } }
 let webhookPolicy = WebhookURLPolicy(
     allowsHTTP: configuration.webhookURLs != "https", allowsPrivateNetworks: configuration.webhookURLs == "local")
 let service = DeliveryService(
