@@ -1,4 +1,4 @@
-public import DeliveryActivityContract
+import DeliveryActivityContract
 public import FoundationEssentials
 
 /// A new order as a merchant sends it, before validation: every field may be missing or malformed.

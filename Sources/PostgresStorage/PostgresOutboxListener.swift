@@ -1,5 +1,5 @@
 internal import Foundation
-package import Storage
+import Storage
 internal import Synchronization
 
 /// Wakes this node's pushers when any node queues a push: a connection of its own `LISTEN`s to the

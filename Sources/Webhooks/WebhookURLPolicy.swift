@@ -1,4 +1,4 @@
-public import FoundationEssentials
+import FoundationEssentials
 
 #if canImport(Glibc)
     import Glibc

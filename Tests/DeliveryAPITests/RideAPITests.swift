@@ -85,7 +85,7 @@ struct RideThrottleTests {
         var stores: [(at: Int, pushes: Bool)] = []
         for second in 0..<95 {
             let now = start.addingTimeInterval(Double(second))
-            tracker.record(
+            _ = tracker.record(
                 RiderPosition(coordinate: Ride.point(metresAway: 2_000 - Double(second)), accuracy: 5, recordedAt: now),
                 for: order, now: now)
             stores += tracker.takeDue(now: now).map { (second, $0.queuesPushes) }
@@ -93,7 +93,7 @@ struct RideThrottleTests {
         #expect(stores.map(\.at) == [0, 30, 60, 90])
         #expect(stores.allSatisfy { !$0.pushes })
         let late = start.addingTimeInterval(95)
-        tracker.record(
+        _ = tracker.record(
             RiderPosition(coordinate: Ride.point(metresAway: 1_000), accuracy: 5, recordedAt: late), for: order,
             now: late)
         #expect(tracker.takeDue(now: late).isEmpty)

@@ -3,6 +3,7 @@ import DeliveryAPI
 import DeliveryActivityContract
 import Foundation
 import HTTPServer
+import OrderDomain
 import Storage
 import Synchronization
 import TestSupport

@@ -132,7 +132,7 @@ struct StoreContractTests {
         let eventIDs = try await withThrowingTaskGroup(of: Int64?.self) { group in
             for _ in 0..<48 {
                 group.addTask {
-                    try await store.write { transaction in
+                    try store.write { transaction in
                         let current = try #require(try transaction.lockOrder(id: order.id))
                         let later = current.estimatedArrival.addingTimeInterval(60)
                         let outcome = try current.changingEstimatedArrival(to: later, by: .admin, at: StoreFixtures.t0)

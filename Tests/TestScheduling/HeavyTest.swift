@@ -1,4 +1,4 @@
-public import Lifecycle
+import Lifecycle
 internal import Synchronization
 public import Testing
 

@@ -1,4 +1,4 @@
-public import DeliveryActivityContract
+import DeliveryActivityContract
 public import FoundationEssentials
 public import OrderDomain
 extension SQLStore {
