@@ -47,12 +47,8 @@ extension SQLStore {
                     """
                 ).run(StoreSQL.rideValues(update.tracking) + [.text(update.orderID), .text(update.riderID)])
                 guard update.queuesPushes, connection.changes > 0 else { continue }
-                for activity in try StoreSQL.liveActivityIDs(orderID: update.orderID, connection) {
-                    try StoreSQL.enqueue(
-                        orderID: update.orderID, eventID: nil, target: .activity(activityID: activity), now: now,
-                        requestID: nil, connection)
-                    queued += 1
-                }
+                queued += try StoreSQL.enqueueToLiveActivities(
+                    orderID: update.orderID, eventID: nil, now: now, requestID: nil, connection)
             }
             return queued
         }
@@ -186,11 +182,37 @@ extension StoreSQL {
         "INSERT INTO orders (\(orderColumns), tracking_token_hash) VALUES ("
         + Array(repeating: "?", count: orderColumns.split(separator: ",").count + 1).joined(separator: ", ") + ")"
 
-    /// The activities of an order that a push can reach.
-    static func liveActivityIDs(orderID: String, _ connection: any SQLSession) throws -> [String] {
+    /// The activities of an order that a push can reach, as a subquery over `activities` (the order's
+    /// id its one parameter).
+    private static let liveActivities =
+        "SELECT activity_id FROM activities WHERE order_id = ? AND ended_at IS NULL AND push_token != ''"
+
+    /// Queues a push to each live activity of an order, superseding their pending ones, in two
+    /// statements whatever the number of activities: the first goes out without waiting, so that a
+    /// status change waits on the database once here, not once to read the activities and again
+    /// for each write.
+    /// - Returns: how many were queued.
+    static func enqueueToLiveActivities(
+        orderID: String, eventID: Int64?, now: Date, requestID: String?, _ connection: any SQLSession
+    ) throws -> Int {
+        let millis = Int64(now.storageMilliseconds)
+        // `state IN ('pending', 'sending')` is the open rows' index's predicate: it lets the planner use it.
+        try connection.send(
+            """
+            UPDATE outbox SET state = 'superseded', updated_at = ?
+            WHERE order_id = ? AND kind = 'activity' AND state IN ('pending', 'sending') AND state = 'pending'
+                AND target_id IN (\(liveActivities))
+            """, [.integer(millis), .text(orderID), .text(orderID)])
         try connection.cached(
-            "SELECT activity_id FROM activities WHERE order_id = ? AND ended_at IS NULL AND push_token != ''"
-        ).rows([.text(orderID)]) { try $0.text("activity_id") }
+            """
+            INSERT INTO outbox (order_id, event_id, kind, target_id, state, due_at, created_at, updated_at, request_id)
+            SELECT ?, ?, 'activity', activity_id, 'pending', ?, ?, ?, ? FROM (\(liveActivities)) AS live
+            """
+        ).run([
+            .text(orderID), eventID.map(DatabaseValue.integer) ?? .null, .integer(millis), .integer(millis),
+            .integer(millis), requestID.map(DatabaseValue.text) ?? .null, .text(orderID),
+        ])
+        return connection.changes
     }
 
     static func insert(_ event: OrderEvent, requestID: String? = nil, _ connection: any SQLSession) throws -> Int64 {

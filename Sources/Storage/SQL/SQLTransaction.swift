@@ -40,13 +40,8 @@ struct SQLTransaction: StoreTransaction {
         throws(StorageError) -> Int
     {
         try sql {
-            let activities = try StoreSQL.liveActivityIDs(orderID: orderID, connection)
-            for activity in activities {
-                try StoreSQL.enqueue(
-                    orderID: orderID, eventID: eventID, target: .activity(activityID: activity), now: now,
-                    requestID: requestID, connection)
-            }
-            return activities.count
+            try StoreSQL.enqueueToLiveActivities(
+                orderID: orderID, eventID: eventID, now: now, requestID: requestID, connection)
         }
     }
 
