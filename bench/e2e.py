@@ -346,20 +346,21 @@ class PostgresServer:
         self.as_postgres(f"{POSTGRES_BIN}/initdb", "-D", f"{self.directory}/data", "-A", "trust", "-U", "postgres")
         self.as_postgres(f"{POSTGRES_BIN}/pg_ctl", "-D", f"{self.directory}/data", "-l", f"{self.directory}/log",
                          "-w", "-o", f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1"
-                         " -c shared_preload_libraries=pg_stat_statements", "start")
+                         " -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track_planning=on", "start")
         self.psql("postgres", "CREATE ROLE deliveryd LOGIN PASSWORD 'deliveryd'")
         self.psql("postgres", "CREATE DATABASE deliveryd OWNER deliveryd")
         self.psql("deliveryd", "CREATE EXTENSION pg_stat_statements")
         self.url = f"postgresql://deliveryd:deliveryd@127.0.0.1:{self.port}/deliveryd"
 
     def statements(self, top=16):
-        """Where the server's time went: the statements that took most of it, with calls and mean ms."""
+        """Where the server's time went: the statements that took most of it (planning and running),
+        with calls, mean ms running, and total ms planning."""
         rows = self.psql("deliveryd", f"""
             SELECT round(total_exec_time)::bigint, calls, round(mean_exec_time::numeric, 3),
-                   regexp_replace(left(query, 90), '\\s+', ' ', 'g')
-            FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT {top}""")
-        return [{"total_ms": int(row[0]), "calls": int(row[1]), "mean_ms": float(row[2]), "query": row[3]}
-                for row in rows]
+                   round(total_plan_time)::bigint, regexp_replace(left(query, 90), '\\s+', ' ', 'g')
+            FROM pg_stat_statements ORDER BY total_exec_time + total_plan_time DESC LIMIT {top}""")
+        return [{"total_ms": int(row[0]), "calls": int(row[1]), "mean_ms": float(row[2]), "plan_ms": int(row[3]),
+                 "query": row[4]} for row in rows]
 
     def postmaster_pid(self):
         with open(f"{self.directory}/data/postmaster.pid") as file:
@@ -864,7 +865,8 @@ def main():
                 results["postgres"]["statements"] = postgres.statements()
                 for statement in results["postgres"]["statements"]:
                     print(f"  {statement['total_ms']:>8} ms {statement['calls']:>8} calls "
-                          f"{statement['mean_ms']:>8} ms/call  {statement['query']}")
+                          f"{statement['mean_ms']:>8} ms/call {statement['plan_ms']:>6} ms planning  "
+                          f"{statement['query']}")
             finally:
                 postgres.stop()
         if "two-nodes" in RUNS:
