@@ -215,7 +215,7 @@ public struct PushAttempt: Sendable, Hashable {
 /// The result of writing a change: what the domain answered and what was queued.
 public struct StoredChange: Sendable, Hashable {
     public let outcome: ChangeOutcome
-    /// The `order_events` row id of an applied change.
+    /// The `order_events` row id of an applied change, which its pushes carry; `nil` when it queued none.
     public let eventID: Int64?
     /// Outbox rows written (one per live activity, or start row).
     public let queuedPushes: Int

@@ -17,15 +17,17 @@ public protocol StoreTransaction {
     /// rider, and the time of the change.
     func updateOrder(_ order: Order) throws(StorageError)
 
-    /// Appends `event` to its order's history (tagged with the HTTP request behind it).
-    /// - Returns: the event's id, which the pushes it causes carry.
-    func appendEvent(_ event: OrderEvent, requestID: String?) throws(StorageError) -> Int64
+    /// Appends `event` to its order's history (tagged with the HTTP request behind it). Nothing waits
+    /// for its id: the pushes it causes name it as their order's newest event (the order is locked).
+    func appendEvent(_ event: OrderEvent, requestID: String?) throws(StorageError)
 
     /// Queues a push of the order's current state to each of its live activities; pending pushes of
     /// each activity are superseded (they coalesce into this one).
-    /// - Returns: how many were queued.
-    func queueActivityPushes(orderID: String, eventID: Int64?, now: Date, requestID: String?)
-        throws(StorageError) -> Int
+    /// - Parameter carryingLatestEvent: whether the pushes name the order's newest event (appended by
+    ///   this transaction) as their cause.
+    /// - Returns: how many were queued, and the id of the event they carry (`nil` when none were).
+    func queueActivityPushes(orderID: String, carryingLatestEvent: Bool, now: Date, requestID: String?)
+        throws(StorageError) -> (count: Int, eventID: Int64?)
 
     /// Stores a new order with its `created` event, and queues a `start` push for every push-to-start
     /// device of the merchant's customer, due at `startsAt` (a pre-order's start waits; `nil`: now).
@@ -103,9 +105,10 @@ extension StoreTransaction {
             return StoredChange(outcome: outcome, eventID: nil, queuedPushes: 0)
         }
         try updateOrder(order)
-        let eventID = try appendEvent(event, requestID: requestID)
-        let queued = try queueActivityPushes(orderID: order.id, eventID: eventID, now: now, requestID: requestID)
+        try appendEvent(event, requestID: requestID)
+        let queued = try queueActivityPushes(
+            orderID: order.id, carryingLatestEvent: true, now: now, requestID: requestID)
         if event.kind == .statusChanged { try queueStatusWebhook(order: order, event: event, now: now) }
-        return StoredChange(outcome: outcome, eventID: eventID, queuedPushes: queued)
+        return StoredChange(outcome: outcome, eventID: queued.eventID, queuedPushes: queued.count)
     }
 }

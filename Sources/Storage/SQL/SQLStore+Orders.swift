@@ -48,7 +48,8 @@ extension SQLStore {
                 ).run(StoreSQL.rideValues(update.tracking) + [.text(update.orderID), .text(update.riderID)])
                 guard update.queuesPushes, connection.changes > 0 else { continue }
                 queued += try StoreSQL.enqueueToLiveActivities(
-                    orderID: update.orderID, eventID: nil, now: now, requestID: nil, connection)
+                    orderID: update.orderID, carryingLatestEvent: false, now: now, requestID: nil, connection
+                ).count
             }
             return queued
         }
@@ -182,50 +183,63 @@ extension StoreSQL {
         "INSERT INTO orders (\(orderColumns), tracking_token_hash) VALUES ("
         + Array(repeating: "?", count: orderColumns.split(separator: ",").count + 1).joined(separator: ", ") + ")"
 
-    /// The activities of an order that a push can reach, as a subquery over `activities` (the order's
-    /// id its one parameter).
-    private static let liveActivities =
-        "SELECT activity_id FROM activities WHERE order_id = ? AND ended_at IS NULL AND push_token != ''"
+    /// The activities of an order that a push can reach (the order's id its one parameter).
+    private static let liveActivitiesOfOrder = "order_id = ? AND ended_at IS NULL AND push_token != ''"
 
     /// Queues a push to each live activity of an order, superseding their pending ones, in two
     /// statements whatever the number of activities: the first goes out without waiting, so that a
     /// status change waits on the database once here, not once to read the activities and again
     /// for each write.
-    /// - Returns: how many were queued.
+    /// - Parameter carryingLatestEvent: the rows name the order's newest event as their cause: the
+    ///   one the caller's transaction appended, since it holds the order's lock.
+    /// - Returns: how many were queued, and the event they carry.
     static func enqueueToLiveActivities(
-        orderID: String, eventID: Int64?, now: Date, requestID: String?, _ connection: any SQLSession
-    ) throws -> Int {
+        orderID: String, carryingLatestEvent: Bool, now: Date, requestID: String?, _ connection: any SQLSession
+    ) throws -> (count: Int, eventID: Int64?) {
         let millis = Int64(now.storageMilliseconds)
         // `state IN ('pending', 'sending')` is the open rows' index's predicate: it lets the planner use it.
         try connection.send(
             """
             UPDATE outbox SET state = 'superseded', updated_at = ?
             WHERE order_id = ? AND kind = 'activity' AND state IN ('pending', 'sending') AND state = 'pending'
-                AND target_id IN (\(liveActivities))
+                AND target_id IN (SELECT activity_id FROM activities WHERE \(liveActivitiesOfOrder))
             """, [.integer(millis), .text(orderID), .text(orderID)])
-        try connection.cached(
+        let event =
+            carryingLatestEvent
+            ? "(SELECT max(id) FROM order_events AS event WHERE event.order_id = activities.order_id)" : "NULL"
+        let queued = try connection.cached(
             """
             INSERT INTO outbox (order_id, event_id, kind, target_id, state, due_at, created_at, updated_at, request_id)
-            SELECT ?, ?, 'activity', activity_id, 'pending', ?, ?, ?, ? FROM (\(liveActivities)) AS live
+            SELECT order_id, \(event), 'activity', activity_id, 'pending', ?, ?, ?, ?
+            FROM activities WHERE \(liveActivitiesOfOrder)
+            RETURNING event_id
             """
-        ).run([
-            .text(orderID), eventID.map(DatabaseValue.integer) ?? .null, .integer(millis), .integer(millis),
-            .integer(millis), requestID.map(DatabaseValue.text) ?? .null, .text(orderID),
-        ])
-        return connection.changes
+        ).rows([
+            .integer(millis), .integer(millis), .integer(millis), requestID.map(DatabaseValue.text) ?? .null,
+            .text(orderID),
+        ]) { try $0.optionalInt("event_id") }
+        return (queued.count, queued.first ?? nil)
     }
 
-    static func insert(_ event: OrderEvent, requestID: String? = nil, _ connection: any SQLSession) throws -> Int64 {
-        let id = try connection.cached(
-            """
-            INSERT INTO order_events (order_id, kind, from_status, to_status, actor, at, reason, request_id)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id
-            """
-        ).firstRow([
+    /// The INSERT of an event, with the values `eventValues` gives.
+    static let insertEvent = """
+        INSERT INTO order_events (order_id, kind, from_status, to_status, actor, at, reason, request_id)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        """
+
+    static func eventValues(_ event: OrderEvent, requestID: String?) -> [DatabaseValue] {
+        [
             .text(event.orderID), .text(event.kind.rawValue), .text(event.from.rawValue), .text(event.to.rawValue),
             .text(event.actor), .integer(event.at.storageMilliseconds), event.reason.map(DatabaseValue.text) ?? .null,
             requestID.map(DatabaseValue.text) ?? .null,
-        ]) { try $0.int("id") }
+        ]
+    }
+
+    static func insert(_ event: OrderEvent, requestID: String? = nil, _ connection: any SQLSession) throws -> Int64 {
+        let id = try connection.cached(insertEvent + " RETURNING id").firstRow(eventValues(event, requestID: requestID))
+        {
+            try $0.int("id")
+        }
         guard let id else { throw StorageError("the event of order \(event.orderID) was not inserted") }
         return id
     }

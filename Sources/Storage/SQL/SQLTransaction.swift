@@ -32,16 +32,22 @@ struct SQLTransaction: StoreTransaction {
         }
     }
 
-    func appendEvent(_ event: OrderEvent, requestID: String?) throws(StorageError) -> Int64 {
-        try sql { try StoreSQL.insert(event, requestID: requestID, connection) }
+    func appendEvent(_ event: OrderEvent, requestID: String?) throws(StorageError) {
+        try sql {
+            try connection.send(
+                StoreSQL.insertEvent, StoreSQL.eventValues(event, requestID: requestID),
+                expected: ExpectedChanges(
+                    rows: 1, else: StorageError("the event of order \(event.orderID) was not inserted")))
+        }
     }
 
-    func queueActivityPushes(orderID: String, eventID: Int64?, now: Date, requestID: String?)
-        throws(StorageError) -> Int
+    func queueActivityPushes(orderID: String, carryingLatestEvent: Bool, now: Date, requestID: String?)
+        throws(StorageError) -> (count: Int, eventID: Int64?)
     {
         try sql {
             try StoreSQL.enqueueToLiveActivities(
-                orderID: orderID, eventID: eventID, now: now, requestID: requestID, connection)
+                orderID: orderID, carryingLatestEvent: carryingLatestEvent, now: now, requestID: requestID,
+                connection)
         }
     }
 
