@@ -22,24 +22,26 @@ struct FieldReader {
         return members
     }
 
-    mutating func string(_ object: [String: JSONValue], _ key: String, path: String? = nil) -> String? {
-        switch object[key] {
-        case nil: return nil
-        case .string(let value)?: return value
-        default:
-            fail(path ?? key, "must be a string")
+    /// The field `key` of `object` as `extract` reads it: `nil` when absent, and an issue (`must be …`)
+    /// when present with another type.
+    private mutating func field<T>(
+        _ object: [String: JSONValue], _ key: String, path: String?, mustBe type: String,
+        _ extract: (JSONValue) -> T?
+    ) -> T? {
+        guard let value = object[key] else { return nil }
+        guard let typed = extract(value) else {
+            fail(path ?? key, "must be \(type)")
             return nil
         }
+        return typed
+    }
+
+    mutating func string(_ object: [String: JSONValue], _ key: String, path: String? = nil) -> String? {
+        field(object, key, path: path, mustBe: "a string") { if case .string(let value) = $0 { value } else { nil } }
     }
 
     mutating func number(_ object: [String: JSONValue], _ key: String, path: String? = nil) -> Double? {
-        switch object[key] {
-        case nil: return nil
-        case .number(let value)?: return value
-        default:
-            fail(path ?? key, "must be a number")
-            return nil
-        }
+        field(object, key, path: path, mustBe: "a number") { if case .number(let value) = $0 { value } else { nil } }
     }
 
     mutating func integer(_ object: [String: JSONValue], _ key: String, path: String? = nil) -> Int? {
@@ -75,23 +77,13 @@ struct FieldReader {
     }
 
     mutating func object(_ object: [String: JSONValue], _ key: String, path: String? = nil) -> [String: JSONValue]? {
-        switch object[key] {
-        case nil: return nil
-        case .object(let members)?: return members
-        default:
-            fail(path ?? key, "must be an object")
-            return nil
+        field(object, key, path: path, mustBe: "an object") {
+            if case .object(let members) = $0 { members } else { nil }
         }
     }
 
     mutating func array(_ object: [String: JSONValue], _ key: String, path: String? = nil) -> [JSONValue]? {
-        switch object[key] {
-        case nil: return nil
-        case .array(let values)?: return values
-        default:
-            fail(path ?? key, "must be an array")
-            return nil
-        }
+        field(object, key, path: path, mustBe: "an array") { if case .array(let values) = $0 { values } else { nil } }
     }
 
     /// A required field that the domain does not check itself.
