@@ -70,69 +70,59 @@ struct FieldChecker {
         return trimmed
     }
 
-    /// Checks a required identifier (`OrderLimits.isIdentifier`).
-    mutating func identifier(_ value: String?, _ field: String) -> String? {
-        guard let value else {
-            fail(field, "is required")
-            return nil
-        }
-        guard OrderLimits.isIdentifier(value) else {
-            fail(field, "must be 1 to 64 characters, without spaces or control characters")
-            return nil
-        }
-        return value
-    }
-
-    /// A phone number: digits with the usual separators and an optional leading `+`.
-    mutating func phone(_ value: String?, _ field: String, required: Bool) -> String? {
+    /// `value` when it is present and keeps its rule; otherwise `nil` and an issue: `is required`
+    /// (when it is), or `problem`.
+    private mutating func check<Value>(
+        _ value: Value?, _ field: String, required: Bool = true, _ problem: String, _ keepsRule: (Value) -> Bool
+    ) -> Value? {
         guard let value else {
             if required { fail(field, "is required") }
             return nil
         }
-        let allowed = Set("0123456789+-() ./")
-        let digits = value.filter(\.isASCIIDigit).count
-        guard OrderLimits.phoneLength.contains(value.count), value.allSatisfy(allowed.contains), digits >= 5,
-            !value.dropFirst().contains("+")
-        else {
-            fail(field, "must be a phone number of 5 to 32 characters")
+        guard keepsRule(value) else {
+            fail(field, problem)
             return nil
         }
         return value
     }
 
+    /// Checks a required identifier (`OrderLimits.isIdentifier`).
+    mutating func identifier(_ value: String?, _ field: String) -> String? {
+        check(
+            value, field, "must be 1 to 64 characters, without spaces or control characters", OrderLimits.isIdentifier)
+    }
+
+    /// A phone number: digits with the usual separators and an optional leading `+`.
+    mutating func phone(_ value: String?, _ field: String, required: Bool) -> String? {
+        check(value, field, required: required, "must be a phone number of 5 to 32 characters") { value in
+            let allowed = Set("0123456789+-() ./")
+            return OrderLimits.phoneLength.contains(value.count) && value.allSatisfy(allowed.contains)
+                && value.filter(\.isASCIIDigit).count >= 5 && !value.dropFirst().contains("+")
+        }
+    }
+
     /// A BCP 47-shaped language tag: `en`, `de-DE`, `zh-Hans`, `zh-Hans-CN`.
     mutating func locale(_ value: String?, _ field: String) -> String? {
-        guard let value else {
-            fail(field, "is required")
-            return nil
+        check(value, field, "must be a language tag such as en or de-DE") { value in
+            let parts = value.split(separator: "-", omittingEmptySubsequences: false)
+            let language = parts.first.map { (2...3).contains($0.count) && $0.allSatisfy(\.isASCIILetter) } ?? false
+            let rest = parts.dropFirst().allSatisfy {
+                (2...8).contains($0.count) && $0.allSatisfy(\.isASCIIAlphanumeric)
+            }
+            return language && rest && value.count <= 35
         }
-        let parts = value.split(separator: "-", omittingEmptySubsequences: false)
-        let languageOK = parts.first.map { (2...3).contains($0.count) && $0.allSatisfy(\.isASCIILetter) } ?? false
-        let restOK = parts.dropFirst().allSatisfy { (2...8).contains($0.count) && $0.allSatisfy(\.isASCIIAlphanumeric) }
-        guard languageOK, restOK, value.count <= 35 else {
-            fail(field, "must be a language tag such as en or de-DE")
-            return nil
-        }
-        return value
     }
 
     /// A point on Earth: latitude −90…90 and longitude −180…180, both required. The messages name the
     /// rule, never the value: a coordinate says where someone lives or is.
     /// - Parameter prefix: the fields' path before `latitude` and `longitude` (`destination.`).
     mutating func coordinate(latitude: Double?, longitude: Double?, prefix: String) -> Coordinate? {
-        func degrees(_ value: Double?, _ field: String, limit: Double) -> Double? {
-            guard let value else {
-                fail(prefix + field, "is required")
-                return nil
-            }
-            guard value.isFinite, abs(value) <= limit else {
-                fail(prefix + field, "must be a number from \(-Int(limit)) to \(Int(limit))")
-                return nil
-            }
-            return value
+        let latitude = check(latitude, prefix + "latitude", "must be a number from -90 to 90") {
+            $0.isFinite && abs($0) <= 90
         }
-        let latitude = degrees(latitude, "latitude", limit: 90)
-        let longitude = degrees(longitude, "longitude", limit: 180)
+        let longitude = check(longitude, prefix + "longitude", "must be a number from -180 to 180") {
+            $0.isFinite && abs($0) <= 180
+        }
         guard let latitude, let longitude else { return nil }
         return Coordinate(latitude: latitude, longitude: longitude)
     }
