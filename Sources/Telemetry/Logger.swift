@@ -1,4 +1,5 @@
 public import Foundation
+import JSONSyntax
 
 #if canImport(Glibc)
     import Glibc
@@ -90,19 +91,11 @@ public struct Logger: Sendable {
         return line + "}\n"
     }
 
-    /// A JSON string literal.
+    /// A JSON string literal (`JSONText`'s quoting).
     public static func quoted(_ text: String) -> String {
-        var result = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case _ where scalar.value < 0x20: result += String(format: "\\u%04x", scalar.value)
-            default: result.unicodeScalars.append(scalar)
-            }
-        }
-        return result + "\""
+        var bytes: [UInt8] = []
+        JSONText.appendQuoted(text, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     @Sendable public static func writeToStandardError(_ line: String) {
