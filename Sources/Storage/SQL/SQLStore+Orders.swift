@@ -183,6 +183,14 @@ extension StoreSQL {
         "INSERT INTO orders (\(orderColumns), tracking_token_hash) VALUES ("
         + Array(repeating: "?", count: orderColumns.split(separator: ",").count + 1).joined(separator: ", ") + ")"
 
+    /// Outbox rows still waiting to be sent, written so that the planner uses the index of open rows
+    /// (its predicate is `state IN ('pending', 'sending')`).
+    static let pendingRows = "state IN ('pending', 'sending') AND state = 'pending'"
+
+    /// The columns every queued push is inserted with.
+    private static let insertIntoOutbox =
+        "INSERT INTO outbox (order_id, event_id, kind, target_id, state, due_at, created_at, updated_at, request_id)"
+
     /// The activities of an order that a push can reach (the order's id its one parameter).
     private static let liveActivitiesOfOrder = "order_id = ? AND ended_at IS NULL AND push_token != ''"
 
@@ -197,11 +205,10 @@ extension StoreSQL {
         orderID: String, carryingLatestEvent: Bool, now: Date, requestID: String?, _ connection: any SQLSession
     ) throws -> (count: Int, eventID: Int64?) {
         let millis = Int64(now.storageMilliseconds)
-        // `state IN ('pending', 'sending')` is the open rows' index's predicate: it lets the planner use it.
         try connection.send(
             """
             UPDATE outbox SET state = 'superseded', updated_at = ?
-            WHERE order_id = ? AND kind = 'activity' AND state IN ('pending', 'sending') AND state = 'pending'
+            WHERE order_id = ? AND kind = 'activity' AND \(pendingRows)
                 AND target_id IN (SELECT activity_id FROM activities WHERE \(liveActivitiesOfOrder))
             """, [.integer(millis), .text(orderID), .text(orderID)])
         let event =
@@ -209,7 +216,7 @@ extension StoreSQL {
             ? "(SELECT max(id) FROM order_events AS event WHERE event.order_id = activities.order_id)" : "NULL"
         let queued = try connection.cached(
             """
-            INSERT INTO outbox (order_id, event_id, kind, target_id, state, due_at, created_at, updated_at, request_id)
+            \(insertIntoOutbox)
             SELECT order_id, \(event), 'activity', activity_id, 'pending', ?, ?, ?, ?
             FROM activities WHERE \(liveActivitiesOfOrder)
             RETURNING event_id
@@ -256,11 +263,11 @@ extension StoreSQL {
         try connection.send(
             """
             UPDATE outbox SET state = 'superseded', updated_at = ?
-            WHERE order_id = ? AND kind = ? AND target_id = ? AND state IN ('pending', 'sending') AND state = 'pending'
+            WHERE order_id = ? AND kind = ? AND target_id = ? AND \(pendingRows)
             """, [.integer(millis), .text(orderID), .text(target.kind), .text(target.targetID)])
         try connection.send(
             """
-            INSERT INTO outbox (order_id, event_id, kind, target_id, state, due_at, created_at, updated_at, request_id)
+            \(insertIntoOutbox)
             VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?)
             """,
             [

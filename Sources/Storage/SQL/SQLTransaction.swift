@@ -86,7 +86,7 @@ struct SQLTransaction: StoreTransaction {
             try connection.cached(
                 """
                 UPDATE outbox SET due_at = ?, updated_at = ?
-                WHERE order_id = ? AND kind = 'start' AND state IN ('pending', 'sending') AND state = 'pending'
+                WHERE order_id = ? AND kind = 'start' AND \(StoreSQL.pendingRows)
                   AND due_at != ?
                 """
             ).run([
