@@ -10,78 +10,42 @@ public import Webhooks
 
 /// What the API needs beyond storage: how to project orders and which app is the default.
 public struct DeliveryServiceConfiguration: Sendable {
-    public var projection: ProjectionConfiguration
+    public var projection: ProjectionConfiguration = ProjectionConfiguration()
     /// The bundle id an activity or push-to-start registration gets when it names none; `nil`
     /// makes `bundleId` required.
-    public var defaultBundleID: String?
+    public var defaultBundleID: String? = nil
     /// How long a response is replayed for its `Idempotency-Key`.
-    public var idempotencyLifetime: TimeInterval
+    public var idempotencyLifetime: TimeInterval = 86_400
     /// The apps deliveryd has APNs keys for; a registration naming another app is refused (its pushes
     /// could never be delivered). `nil` accepts any app (the log sender).
-    public var knownBundleIDs: Set<String>?
+    public var knownBundleIDs: Set<String>? = nil
     /// How long after its order was delivered or cancelled a tracking token still opens it.
-    public var trackingTokenLifetime: TimeInterval
-    public var rateLimits: RateLimits
+    public var trackingTokenLifetime: TimeInterval = 7 * 86_400
+    public var rateLimits: RateLimits = RateLimits()
     /// The least time between two pushes that a ride's positions cause to one order's activities.
-    public var ridePushInterval: TimeInterval
+    public var ridePushInterval: TimeInterval = 30
     /// Seconds between two samples of the dashboard's history (see `DashboardHistory`).
-    public var historyStep: TimeInterval
+    public var historyStep: TimeInterval = 10
     /// The name this process goes by on the dashboard: with several nodes, each keeps its own history.
-    public var nodeName: String
+    public var nodeName: String = "deliveryd"
     /// How old the dashboard's answer may be (see `StatsSnapshots`); zero builds each on its request.
-    public var statsMaximumAge: TimeInterval
+    public var statsMaximumAge: TimeInterval = 0
     /// The database connections' state, for `/readyz` (a PostgreSQL pool; `nil` for SQLite).
-    public var databaseHealth: (@Sendable () -> ConnectionPoolHealth)?
+    public var databaseHealth: (@Sendable () -> ConnectionPoolHealth)? = nil
     /// How long after APNs accepted a push-to-start its activity must have registered an update
     /// token before the start counts as stalled.
-    public var startRegistrationTimeout: TimeInterval
+    public var startRegistrationTimeout: TimeInterval = 120
     /// Which URLs a webhook endpoint may have.
-    public var webhookPolicy: WebhookURLPolicy
+    public var webhookPolicy: WebhookURLPolicy = WebhookURLPolicy()
     /// This process's build, shown in the dashboard's header.
-    public var build: BuildInfo
+    public var build: BuildInfo = BuildInfo(version: "unknown")
     /// The Firebase project deliveryd sends Android messages for (its FCM service account's);
     /// `nil` without FCM: Android devices are then refused, their pushes could never go out.
-    public var androidProject: String?
+    public var androidProject: String? = nil
 
-    /// - Parameters:
-    ///   - projection: default `ProjectionConfiguration()`.
-    ///   - defaultBundleID: default none.
-    ///   - idempotencyLifetime: default 24 hours.
-    ///   - knownBundleIDs: default `nil`: any app.
-    ///   - trackingTokenLifetime: default 7 days.
-    ///   - rateLimits: default `RateLimits()`.
-    ///   - ridePushInterval: default 30 seconds.
-    ///   - historyStep: default 10 seconds (an hour of samples, and a day of one a minute).
-    ///   - nodeName: default `deliveryd`.
-    ///   - databaseHealth: default `nil` (SQLite: nothing to report beyond reading it).
-    ///   - startRegistrationTimeout: default 2 minutes.
-    ///   - webhookPolicy: default https only, no private networks.
-    ///   - build: default an unstamped build of an unknown version.
-    ///   - androidProject: default `nil`: no FCM.
-    public init(
-        projection: ProjectionConfiguration = ProjectionConfiguration(), defaultBundleID: String? = nil,
-        idempotencyLifetime: TimeInterval = 86_400, knownBundleIDs: Set<String>? = nil,
-        trackingTokenLifetime: TimeInterval = 7 * 86_400, rateLimits: RateLimits = RateLimits(),
-        ridePushInterval: TimeInterval = 30, historyStep: TimeInterval = 10, nodeName: String = "deliveryd",
-        databaseHealth: (@Sendable () -> ConnectionPoolHealth)? = nil, startRegistrationTimeout: TimeInterval = 120,
-        webhookPolicy: WebhookURLPolicy = WebhookURLPolicy(), statsMaximumAge: TimeInterval = 0,
-        build: BuildInfo = BuildInfo(version: "unknown"), androidProject: String? = nil
-    ) {
-        self.androidProject = androidProject
-        self.build = build
-        self.statsMaximumAge = statsMaximumAge
-        self.webhookPolicy = webhookPolicy
-        self.databaseHealth = databaseHealth
-        self.startRegistrationTimeout = startRegistrationTimeout
-        self.historyStep = historyStep
-        self.nodeName = nodeName
-        self.ridePushInterval = ridePushInterval
-        self.rateLimits = rateLimits
-        self.trackingTokenLifetime = trackingTokenLifetime
-        self.knownBundleIDs = knownBundleIDs
-        self.projection = projection
+    /// Every other setting at its default: the log sender's open set of apps, no FCM.
+    public init(defaultBundleID: String? = nil) {
         self.defaultBundleID = defaultBundleID
-        self.idempotencyLifetime = idempotencyLifetime
     }
 }
 

@@ -15,47 +15,30 @@ public struct RateLimit: Sendable, Hashable {
 /// The limits of the API, each with its default.
 public struct RateLimits: Sendable, Hashable {
     /// Failed authentications per client address: 20, then one every 3 s.
-    public var failedAuthenticationsPerAddress: RateLimit
+    public var failedAuthenticationsPerAddress = RateLimit(burst: 20, perSecond: 1.0 / 3)
     /// Failed authentications naming one API key id: 10, then one every 6 s. Only failures count
     /// and the right key always gets in, so an attacker cannot lock the key's owner out.
-    public var failedAuthenticationsPerKey: RateLimit
+    public var failedAuthenticationsPerKey = RateLimit(burst: 10, perSecond: 1.0 / 6)
     /// Requests per merchant or admin API key: what one tenant's backend may take of the machine.
-    public var requestsPerKey: RateLimit
+    /// 100 a second, bursts of 200: one node serves 1,200 to 4,000 status changes a second (the
+    /// end-to-end benchmark), so a merchant at its full rate takes at most a twelfth of it and cannot
+    /// starve the others; 100 a second is 360,000 changes an hour.
+    public var requestsPerKey = RateLimit(burst: 200, perSecond: 100)
     /// Requests per credential of one app on one phone: a rider key, a customer credential, an
-    /// order's tracking token.
-    public var requestsPerApp: RateLimit
+    /// order's tracking token. 5 a second, bursts of 20: an app polls every few seconds, a rider
+    /// posts a position every few seconds and a few statuses per order.
+    public var requestsPerApp = RateLimit(burst: 20, perSecond: 5)
     /// Activities an order may have live at once.
-    public var activitiesPerOrder: Int
+    public var activitiesPerOrder = 10
     /// Push-to-start devices one merchant's customer may have.
-    public var devicesPerCustomer: Int
+    public var devicesPerCustomer = 10
     /// Activity registrations (new tokens, rotations, replacements) per order: each queues a push,
     /// so a tracking-token holder rotating tokens could otherwise make APNs traffic without end.
-    public var registrationsPerOrder: RateLimit
+    /// 30 at once, then 30 an hour (an app registers an activity once and rotates its token a few
+    /// times in the activity's 8 hours).
+    public var registrationsPerOrder = RateLimit(burst: 30, perSecond: 30.0 / 3600)
 
-    /// - Parameters:
-    ///   - requestsPerKey: default 100 a second, bursts of 200. One node serves 1,200 to 4,000 status
-    ///     changes a second (the end-to-end benchmark), so a merchant at its full rate takes at most a
-    ///     twelfth of it: one tenant cannot starve the others; 100 a second is 360,000 changes an hour.
-    ///   - requestsPerApp: default 5 a second, bursts of 20: an app polls every few seconds, a rider's
-    ///     posts a position every few seconds and a few statuses per order.
-    ///   - registrationsPerOrder: default 30 at once, then 30 an hour (an app registers an activity
-    ///     once and rotates its token a few times in the activity's 8 hours).
-    public init(
-        failedAuthenticationsPerAddress: RateLimit = RateLimit(burst: 20, perSecond: 1.0 / 3),
-        failedAuthenticationsPerKey: RateLimit = RateLimit(burst: 10, perSecond: 1.0 / 6),
-        requestsPerKey: RateLimit = RateLimit(burst: 200, perSecond: 100),
-        requestsPerApp: RateLimit = RateLimit(burst: 20, perSecond: 5),
-        activitiesPerOrder: Int = 10, devicesPerCustomer: Int = 10,
-        registrationsPerOrder: RateLimit = RateLimit(burst: 30, perSecond: 30.0 / 3600)
-    ) {
-        self.registrationsPerOrder = registrationsPerOrder
-        self.failedAuthenticationsPerAddress = failedAuthenticationsPerAddress
-        self.failedAuthenticationsPerKey = failedAuthenticationsPerKey
-        self.requestsPerKey = requestsPerKey
-        self.requestsPerApp = requestsPerApp
-        self.activitiesPerOrder = activitiesPerOrder
-        self.devicesPerCustomer = devicesPerCustomer
-    }
+    public init() {}
 }
 
 /// Token buckets by key, in memory, for one limit.

@@ -11,32 +11,25 @@ public struct PusherConfiguration: Sendable {
     public var developmentURL: String
     public var productionURL: String
     /// Rows claimed per batch.
-    public var batchSize: Int
+    public var batchSize = 500
     /// How long a claimed row belongs to this worker before another may take it.
-    public var lease: TimeInterval
-    public var retryPolicy: RetryPolicy
-    public var projection: ProjectionConfiguration
+    public var lease: TimeInterval = 30
+    public var retryPolicy = RetryPolicy()
+    public var projection = ProjectionConfiguration()
     /// How long an environment is paused after APNs refused our credentials or topic (doubling, up to
     /// `maximumPause`, while it keeps refusing).
-    public var firstPause: TimeInterval
-    public var maximumPause: TimeInterval
+    public var firstPause: TimeInterval = 30
+    public var maximumPause: TimeInterval = 600
 
-    /// Defaults: Apple's hosts, 500 rows a batch, 30 s lease, `RetryPolicy()`, `ProjectionConfiguration()`,
-    /// pauses of 30 s doubling up to 10 minutes.
+    /// - Parameters:
+    ///   - developmentURL: default Apple's sandbox host; tests point both at their APNs simulator.
+    ///   - productionURL: default Apple's production host.
     public init(
         developmentURL: String = "https://api.sandbox.push.apple.com",
-        productionURL: String = "https://api.push.apple.com", batchSize: Int = 500, lease: TimeInterval = 30,
-        retryPolicy: RetryPolicy = RetryPolicy(), projection: ProjectionConfiguration = ProjectionConfiguration(),
-        firstPause: TimeInterval = 30, maximumPause: TimeInterval = 600
+        productionURL: String = "https://api.push.apple.com"
     ) {
-        self.firstPause = firstPause
-        self.maximumPause = maximumPause
         self.developmentURL = developmentURL
         self.productionURL = productionURL
-        self.batchSize = batchSize
-        self.lease = lease
-        self.retryPolicy = retryPolicy
-        self.projection = projection
     }
 }
 

@@ -233,35 +233,22 @@ public struct OpenOrderAge: Sendable, Hashable {
     public let count: Int
 }
 
-/// How long what is no longer needed is kept.
+/// How long what is no longer needed is kept. Expired idempotency keys go at once.
 public struct RetentionPolicy: Sendable, Hashable {
-    public var endedActivities: TimeInterval
-    public var pushLog: TimeInterval
-    public var finishedOutboxRows: TimeInterval
-    public var deadLetters: TimeInterval
+    public var endedActivities: TimeInterval = 7 * 86_400
+    public var pushLog: TimeInterval = 30 * 86_400
+    /// Sent and superseded outbox rows.
+    public var finishedOutboxRows: TimeInterval = 86_400
+    public var deadLetters: TimeInterval = 30 * 86_400
     /// How long after an order ended its customer's personal data is kept (see `ErasedFields`).
     public var personalData: TimeInterval
     /// How long webhook events and the log of their attempts are kept: the window a merchant can
     /// replay from. Events with a delivery still open stay until it finishes.
-    public var webhookHistory: TimeInterval
+    public var webhookHistory: TimeInterval = 30 * 86_400
 
-    /// Defaults: ended activities 7 days, push log 30 days, sent/superseded outbox rows 1 day,
-    /// dead letters 30 days, personal data 30 days after the order ended, webhook events and attempts
-    /// 30 days. Expired idempotency keys go at once.
-    public init(
-        endedActivities: TimeInterval = 7 * 86_400,
-        pushLog: TimeInterval = 30 * 86_400,
-        finishedOutboxRows: TimeInterval = 86_400,
-        deadLetters: TimeInterval = 30 * 86_400,
-        personalData: TimeInterval = 30 * 86_400,
-        webhookHistory: TimeInterval = 30 * 86_400
-    ) {
+    /// - Parameter personalData: default 30 days after the order ended.
+    public init(personalData: TimeInterval = 30 * 86_400) {
         self.personalData = personalData
-        self.webhookHistory = webhookHistory
-        self.endedActivities = endedActivities
-        self.pushLog = pushLog
-        self.finishedOutboxRows = finishedOutboxRows
-        self.deadLetters = deadLetters
     }
 }
 

@@ -12,37 +12,23 @@ public struct StorageConfiguration: Sendable {
     /// Directory holding the database file; created if missing.
     public var dataDirectory: String
     /// The database file's name inside `dataDirectory`.
-    public var fileName: String
+    public var fileName = "deliveryd.sqlite3"
     public var synchronous: Synchronous
     /// How long a connection waits for another one's lock before giving up with `SQLITE_BUSY`.
-    public var busyTimeoutMilliseconds: Int32
-    /// Page cache per connection, in KiB; large tables need their index pages cached.
-    public var cacheSizeKiB: Int
-    /// WAL pages after which a commit checkpoints by itself, a backstop for when nobody calls
-    /// `Database.checkpoint()`.
-    public var writerCheckpointPages: Int
+    public var busyTimeoutMilliseconds: Int32 = 5000
+    /// Page cache per connection, in KiB: large tables need their index pages cached (64 MiB per
+    /// connection; SQLite's own default is 2 MiB).
+    public var cacheSizeKiB = 65_536
+    /// WAL pages after which a commit checkpoints by itself (80 MiB of WAL), a backstop for when
+    /// nobody calls `Database.checkpoint()`.
+    public var writerCheckpointPages = 20_000
 
     /// - Parameters:
     ///   - dataDirectory: default `./var`, as `deliveryd` uses with no configuration.
-    ///   - fileName: default `deliveryd.sqlite3`.
     ///   - synchronous: default `.full`: an acknowledged change survives a power loss as well as a crash.
-    ///   - busyTimeoutMilliseconds: default 5000.
-    ///   - cacheSizeKiB: default 65536 (64 MiB per connection; SQLite's own default is 2 MiB).
-    ///   - writerCheckpointPages: default 20000 pages (80 MiB of WAL).
-    public init(
-        dataDirectory: String = "./var",
-        fileName: String = "deliveryd.sqlite3",
-        synchronous: Synchronous = .full,
-        busyTimeoutMilliseconds: Int32 = 5000,
-        cacheSizeKiB: Int = 65_536,
-        writerCheckpointPages: Int = 20_000
-    ) {
-        self.writerCheckpointPages = writerCheckpointPages
-        self.cacheSizeKiB = cacheSizeKiB
+    public init(dataDirectory: String = "./var", synchronous: Synchronous = .full) {
         self.dataDirectory = dataDirectory
-        self.fileName = fileName
         self.synchronous = synchronous
-        self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
     }
 
     /// The full path of the database file.

@@ -12,41 +12,26 @@ public import Telemetry
 
 /// How webhooks are sent.
 public struct WebhookDispatcherConfiguration: Sendable {
+    /// Which URLs may be reached: https only and no private networks unless the policy says.
     public var policy: WebhookURLPolicy
     /// One attempt's limit, connection included.
-    public var timeoutSeconds: Double
-    public var retrySchedule: WebhookRetrySchedule
+    public var timeoutSeconds: Double = 10
+    public var retrySchedule = WebhookRetrySchedule.standard
     /// Attempts in flight at once, over all endpoints.
-    public var maximumInFlight: Int
+    public var maximumInFlight = 256
     /// Attempts in flight at once to one endpoint: a slow one holds this many, never the others'.
-    public var perEndpoint: Int
+    public var perEndpoint = 32
     /// How often the outbox is read for due deliveries when nothing else wakes the dispatcher.
-    public var pollInterval: Double
-    /// An endpoint that delivered nothing for this long is disabled (and says so).
-    public var disableAfter: TimeInterval
+    public var pollInterval = 0.5
+    /// An endpoint that delivered nothing for this long is disabled (and says so): 5 days.
+    public var disableAfter: TimeInterval = 5 * 86_400
     /// The longest pause a receiver's `Retry-After` can ask for.
-    public var maximumPause: TimeInterval
+    public var maximumPause: TimeInterval = 3_600
     /// CA bundle to trust; `nil` for the system's.
-    public var caFile: String?
+    public var caFile: String? = nil
 
-    /// Defaults: https only and no private networks, 10 s per attempt, `WebhookRetrySchedule.standard`,
-    /// 256 in flight, 32 per endpoint, a read every 0.5 s, disabled after 5 days of failures, pauses of
-    /// at most an hour.
-    public init(
-        policy: WebhookURLPolicy = WebhookURLPolicy(), timeoutSeconds: Double = 10,
-        retrySchedule: WebhookRetrySchedule = .standard, maximumInFlight: Int = 256, perEndpoint: Int = 32,
-        pollInterval: Double = 0.5, disableAfter: TimeInterval = 5 * 86_400, maximumPause: TimeInterval = 3_600,
-        caFile: String? = nil
-    ) {
+    public init(policy: WebhookURLPolicy = WebhookURLPolicy()) {
         self.policy = policy
-        self.timeoutSeconds = timeoutSeconds
-        self.retrySchedule = retrySchedule
-        self.maximumInFlight = maximumInFlight
-        self.perEndpoint = perEndpoint
-        self.pollInterval = pollInterval
-        self.disableAfter = disableAfter
-        self.maximumPause = maximumPause
-        self.caFile = caFile
     }
 }
 

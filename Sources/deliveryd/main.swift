@@ -126,12 +126,7 @@ if let databaseURL = configuration.databaseURL {
     }
 } else {
     do {
-        let database = try Database.open(
-            StorageConfiguration(
-                dataDirectory: configuration.dataDirectory,
-                synchronous: configuration.synchronous == "normal" ? .normal : .full
-            )
-        )
+        let database = try Database.open(configuration.storage)
         (storage, sqlite, postgres) = (database, database, nil)
     } catch {
         printError("deliveryd: cannot open the database in \(configuration.dataDirectory): \(error)")
@@ -246,13 +241,6 @@ let checkpointFailing = Atomic<Bool>(false)
     }
 }
 
-let projectionConfiguration = ProjectionConfiguration(
-    staleGrace: Double(configuration.staleGraceSeconds),
-    minimumFreshness: Double(configuration.minimumFreshnessSeconds),
-    dismissalDelay: Double(configuration.dismissalDelaySeconds),
-    highPriorityBudgetPerHour: configuration.highPriorityBudget,
-    startLeadTime: Double(configuration.startLeadTimeSeconds)
-)
 let outboxSignal = OutboxSignal()
 /// On PostgreSQL, pushes queued by any node wake this node's pushers at once.
 let outboxListener = configuration.databaseURL.map { url in
@@ -288,33 +276,10 @@ let usesAPNs = configuration.apnsKeyFile != nil || !configuration.apnsApps.isEmp
 let apnsApps = [configuration.apnsTopic].compactMap { $0 } + configuration.apnsApps.map(\.bundleID)
 /// The PostgreSQL pool's state, for `/readyz` and the metrics.
 let databaseHealth = postgres.map { store in { @Sendable in store.health } }
-let webhookPolicy = WebhookURLPolicy(
-    allowsHTTP: configuration.webhookURLs != "https", allowsPrivateNetworks: configuration.webhookURLs == "local")
 let service = DeliveryService(
     store: storage,
-    configuration: DeliveryServiceConfiguration(
-        projection: projectionConfiguration, defaultBundleID: configuration.apnsTopic,
-        knownBundleIDs: configuration.apnsKeyFile == nil && configuration.apnsApps.isEmpty
-            ? nil : Set([configuration.apnsTopic].compactMap { $0 } + configuration.apnsApps.map(\.bundleID)),
-        trackingTokenLifetime: Double(configuration.trackingTokenLifetimeSeconds),
-        rateLimits: RateLimits(
-            failedAuthenticationsPerAddress: RateLimit(
-                burst: Double(configuration.authFailuresPerAddress),
-                perSecond: Double(configuration.authFailuresPerAddress) / 60),
-            failedAuthenticationsPerKey: RateLimit(
-                burst: Double(configuration.authFailuresPerKey),
-                perSecond: Double(configuration.authFailuresPerKey) / 60),
-            requestsPerKey: RateLimit(
-                burst: Double(2 * configuration.requestsPerKey), perSecond: Double(configuration.requestsPerKey)),
-            requestsPerApp: RateLimit(
-                burst: Double(4 * configuration.requestsPerApp), perSecond: Double(configuration.requestsPerApp)),
-            activitiesPerOrder: configuration.activitiesPerOrder, devicesPerCustomer: configuration.devicesPerCustomer),
-        ridePushInterval: Double(configuration.ridePushIntervalSeconds),
-        historyStep: configuration.historyIntervalSeconds,
-        nodeName: configuration.nodeName ?? ProcessInfo.processInfo.hostName, databaseHealth: databaseHealth,
-        startRegistrationTimeout: Double(configuration.startRegistrationTimeoutSeconds),
-        webhookPolicy: webhookPolicy, statsMaximumAge: 30, build: .current,
-        androidProject: fcmTokens?.account.projectID),
+    configuration: configuration.deliveryService(
+        databaseHealth: databaseHealth, androidProject: fcmTokens?.account.projectID),
     sealingKey: sealingKey, outboxSignal: outboxSignal, registry: registry,
     logger: Logger(label: "api", minimumLevel: configuration.logLevel),
     sendingStatus: { now in
@@ -337,10 +302,7 @@ let service = DeliveryService(
 /// Webhooks go out on a thread and connections of their own: a slow receiver never delays a push.
 let webhooks = WebhookDispatcher(
     store: storage, sealingKey: sealingKey,
-    configuration: WebhookDispatcherConfiguration(
-        policy: webhookPolicy, timeoutSeconds: Double(configuration.webhookTimeoutSeconds),
-        retrySchedule: configuration.webhookRetrySchedule.map(WebhookRetrySchedule.init(delays:)) ?? .standard,
-        disableAfter: Double(configuration.webhookDisableAfterHours) * 3_600, caFile: configuration.webhookCAFile),
+    configuration: configuration.webhookDispatcher,
     owner: "webhooks-\(getpid())-\(UUID().uuidString.prefix(8))", registry: registry,
     logger: Logger(label: "webhooks", minimumLevel: configuration.logLevel))
 
@@ -377,17 +339,7 @@ let accessLog = configuration.accessLog && configuration.logLevel <= .info ? Acc
 let server: HTTPServer
 do {
     server = try HTTPServer(
-        configuration: HTTPServerConfiguration(
-            address: configuration.listen,
-            eventLoops: configuration.eventLoops,
-            handlerThreads: configuration.handlerThreads,
-            limits: HTTPLimits(maxBodyBytes: configuration.maxBodyBytes),
-            requestTimeout: Double(configuration.requestTimeoutSeconds),
-            idleTimeout: Double(configuration.idleTimeoutSeconds),
-            maxConnections: configuration.maxConnections,
-            maxConnectionsPerAddress: configuration.maxConnectionsPerAddress,
-            trustedProxies: configuration.trustedProxies
-        ),
+        configuration: configuration.httpServer,
         router: service.router(),
         accessLog: accessLog
     )
@@ -459,10 +411,7 @@ if usesAPNs {
         "pusher.started",
         ["pusher.sender": "log", "note": "no APNs key: pushes are recorded in the push log, not delivered"])
 }
-let pusherConfiguration = PusherConfiguration(
-    developmentURL: configuration.apnsDevelopmentURL, productionURL: configuration.apnsProductionURL,
-    lease: Double(configuration.pushLeaseSeconds), projection: projectionConfiguration
-)
+let pusherConfiguration = configuration.pusher
 let pushMetrics = PushMetrics(registry: registry)
 
 /// Provider tokens per key, shared by the workers: each is minted once per refresh window.

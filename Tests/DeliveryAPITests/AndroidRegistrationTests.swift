@@ -1,6 +1,7 @@
 import DeliveryAPI
 import Foundation
 import Storage
+import TestSupport
 import Testing
 
 /// Android phones register as iPhones do, on the same routes with `"platform": "android"`: an FCM
@@ -12,7 +13,9 @@ struct AndroidRegistrationTests {
 
     static func harness() throws -> APIHarness {
         try APIHarness(
-            configuration: DeliveryServiceConfiguration(defaultBundleID: "com.example.app", androidProject: project))
+            configuration: modified(DeliveryServiceConfiguration(defaultBundleID: "com.example.app")) {
+                $0.androidProject = project
+            })
     }
 
     /// An Android activity is stored with its token as FCM gave it (not lowercased, unlike an APNs

@@ -217,8 +217,9 @@ struct OrderAPITests {
         let api = try APIHarness(
             router: DeliveryService(
                 store: store,
-                configuration: DeliveryServiceConfiguration(
-                    defaultBundleID: "com.example.app", trackingTokenLifetime: 3600),
+                configuration: modified(DeliveryServiceConfiguration(defaultBundleID: "com.example.app")) {
+                    $0.trackingTokenLifetime = 3600
+                },
                 clock: { clock.now }
             ).router(), store: store)
         let merchant = try api.key("merchant", merchant: "m-1")
@@ -425,8 +426,9 @@ struct KnownAppsTests {
         try store.upsertAPIKey(Credentials.configuredAdminKey(APIHarness.adminKey, now: Date()))
         let router = DeliveryService(
             store: store,
-            configuration: DeliveryServiceConfiguration(
-                defaultBundleID: "com.example.app", knownBundleIDs: ["com.example.app", "com.whitelabel.app"])
+            configuration: modified(DeliveryServiceConfiguration(defaultBundleID: "com.example.app")) {
+                $0.knownBundleIDs = ["com.example.app", "com.whitelabel.app"]
+            }
         ).router()
         let api = try APIHarness(router: router, store: store)
         let merchant = try api.key("merchant", merchant: "m-1")

@@ -4,15 +4,19 @@ import Storage
 import TestSupport
 import Testing
 
-/// The service with `limits` and a clock that stands still: buckets refill only when the test says.
-private func harness(_ limits: RateLimits, clock: TestClock = TestClock(Date())) throws -> APIHarness {
+/// The service with the default limits as `adjust` leaves them, and a clock that stands still:
+/// buckets refill only when the test says.
+private func harness(
+    clock: TestClock = TestClock(Date()), adjust: (inout RateLimits) -> Void = { _ in }
+) throws -> APIHarness {
     let directory = NSTemporaryDirectory() + "api-limits-" + UUID().uuidString
     let store = try TestStore.open(directory)
     try store.upsertAPIKey(Credentials.configuredAdminKey(APIHarness.adminKey, now: clock.now))
+    var configuration = DeliveryServiceConfiguration(defaultBundleID: "com.example.app")
+    adjust(&configuration.rateLimits)
     return try APIHarness(
         router: DeliveryService(
-            store: store,
-            configuration: DeliveryServiceConfiguration(defaultBundleID: "com.example.app", rateLimits: limits),
+            store: store, configuration: configuration,
             clock: { clock.now }
         ).router(), store: store, directory: directory)
 }
@@ -24,7 +28,7 @@ struct RateLimitTests {
     /// locks out no one innocent), and other addresses are answered as ever.
     @Test func failedAuthenticationsPerAddress() throws {
         let clock = TestClock(Date())
-        let api = try harness(RateLimits(), clock: clock)
+        let api = try harness(clock: clock)
         for attempt in 0..<20 {
             // Tracking-token guesses name no key id: only the address's limit applies.
             let guess = try api.send("GET", "/v1/admin/keys", as: "dt_guess\(attempt)", from: "10.0.0.1")
@@ -49,7 +53,7 @@ struct RateLimitTests {
     /// Guesses at one key id from many addresses are refused with `429` past the key's limit, while
     /// the key itself keeps working: an attacker cannot lock its owner out.
     @Test func failedAuthenticationsPerKey() throws {
-        let api = try harness(RateLimits())
+        let api = try harness()
         let merchant = try api.key("merchant", merchant: "m-1")
         let keyID = String(merchant.split(separator: "_")[1])
         var statuses: [Int] = []
@@ -64,7 +68,7 @@ struct RateLimitTests {
 
     /// One credential past its request rate gets `429`; another credential is answered normally.
     @Test func requestsPerKey() throws {
-        let api = try harness(RateLimits(requestsPerKey: RateLimit(burst: 5, perSecond: 0.5)))
+        let api = try harness { $0.requestsPerKey = RateLimit(burst: 5, perSecond: 0.5) }
         let busy = try api.key("merchant", merchant: "m-1")
         let calm = try api.key("merchant", merchant: "m-2")
         let statuses = try (0..<7).map { _ in try api.send("GET", "/v1/orders/o-1", as: busy).status }
@@ -78,7 +82,7 @@ struct RateLimitTests {
     /// merchant is served; the credentials of one phone (tracking token, rider key, customer
     /// credential) get 20 at once, each its own bucket, and the merchant behind them is unaffected.
     @Test func defaultsGiveEachTenantAShare() throws {
-        let api = try harness(RateLimits())
+        let api = try harness()
         let busy = try api.key("merchant", merchant: "m-1")
         let calm = try api.key("merchant", merchant: "m-2")
         let order = try api.createOrder(busy, number: "A-1")
@@ -109,8 +113,9 @@ struct RateLimitTests {
     /// nothing stored or pushed; another order is answered as ever, and an hour refills it.
     @Test func registrationsPerOrderOverTime() throws {
         let clock = TestClock(Date())
-        let api = try harness(
-            RateLimits(registrationsPerOrder: RateLimit(burst: 3, perSecond: 3.0 / 3600)), clock: clock)
+        let api = try harness(clock: clock) {
+            $0.registrationsPerOrder = RateLimit(burst: 3, perSecond: 3.0 / 3600)
+        }
         let merchant = try api.key("merchant", merchant: "m-1")
         let order = try api.createOrder(merchant, number: "A-1")
         let other = try api.createOrder(merchant, number: "A-2")
@@ -132,7 +137,10 @@ struct RateLimitTests {
     /// An order takes a bounded number of live activities (rotations and replacements of ended ones
     /// do not count), a customer a bounded number of devices; past them `429`, and nothing stored.
     @Test func registrationsAreCapped() throws {
-        let api = try harness(RateLimits(activitiesPerOrder: 2, devicesPerCustomer: 1))
+        let api = try harness {
+            $0.activitiesPerOrder = 2
+            $0.devicesPerCustomer = 1
+        }
         let merchant = try api.key("merchant", merchant: "m-1")
         let order = try api.createOrder(merchant, number: "A-1")
         func register(_ activity: String, _ token: String) throws -> APIHarness.Reply {

@@ -22,8 +22,9 @@ struct StalledStartTests {
         let clock = self.clock
         service = DeliveryService(
             store: store,
-            configuration: DeliveryServiceConfiguration(
-                defaultBundleID: "com.example.app", startRegistrationTimeout: 120),
+            configuration: modified(DeliveryServiceConfiguration(defaultBundleID: "com.example.app")) {
+                $0.startRegistrationTimeout = 120
+            },
             clock: { clock.now })
         api = try APIHarness(router: service.router(), store: store, directory: directory)
         merchant = try api.key("merchant", merchant: "m-1")

@@ -146,7 +146,9 @@ struct PushPlannerTests {
     /// APNs keeps the push for a phone that is offline for a moment.
     @Test(arguments: OrderStatus.allCases)
     func lateOrdersStayFresh(status: OrderStatus) throws {
-        let planner = PushPlanner(configuration: ProjectionConfiguration(dismissalDelay: 0))
+        var configuration = ProjectionConfiguration()
+        configuration.dismissalDelay = 0
+        let planner = PushPlanner(configuration: configuration)
         let now = Fixtures.now
         let late = Fixtures.order(status: status, eta: now.addingTimeInterval(-40 * 60))
         let activity = ActivityContext(bundleID: "b", startedAt: Fixtures.placedAt)
@@ -168,7 +170,10 @@ struct PushPlannerTests {
 
     /// The freshness floor is a setting; an order on time keeps ETA + grace.
     @Test func freshnessFloorIsASetting() throws {
-        let planner = PushPlanner(configuration: ProjectionConfiguration(staleGrace: 300, minimumFreshness: 3600))
+        var configuration = ProjectionConfiguration()
+        configuration.staleGrace = 300
+        configuration.minimumFreshness = 3600
+        let planner = PushPlanner(configuration: configuration)
         let onTime = Fixtures.order(status: .pickup, eta: Fixtures.now.addingTimeInterval(7200))
         let activity = ActivityContext(bundleID: "b", startedAt: Fixtures.placedAt)
         let sent = try #require(push(try planner.planUpdate(order: onTime, activity: activity, now: Fixtures.now)))
@@ -192,7 +197,9 @@ struct PushPlannerTests {
 
     /// A payload that cannot fit 4096 bytes is refused, naming the field that takes the most room.
     @Test func oversizedPayloadNamesField() throws {
-        let planner = PushPlanner(configuration: ProjectionConfiguration(merchantNameLimit: 10_000))
+        var configuration = ProjectionConfiguration()
+        configuration.merchantNameLimit = 10_000
+        let planner = PushPlanner(configuration: configuration)
         let order = Fixtures.order(status: .placed, merchantName: String(repeating: "Pizza ", count: 800))
         #expect(throws: PayloadTooLargeError.self) {
             try planner.planStart(order: order, bundleID: "b", now: Fixtures.now)

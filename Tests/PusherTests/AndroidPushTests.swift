@@ -39,7 +39,7 @@ struct AndroidPushTests {
                 tokens: FCMAccessTokens(account: account, exchange: CurlTokenExchange(caFile: simulator.caFile)))
             return PushWorker(
                 store: store, sender: LogSender { _ in }, tokens: nil,
-                configuration: PusherConfiguration(retryPolicy: retryPolicy),
+                configuration: modified(PusherConfiguration()) { $0.retryPolicy = retryPolicy },
                 metrics: PushMetrics(registry: registry), logger: Logger(label: "test", minimumLevel: .error),
                 fcm: withFCM ? route : nil, projectPauses: pauses)
         }

@@ -64,7 +64,9 @@ struct PushWorkerTests {
                 store: store, sender: try APNsClient(caFile: caFile),
                 tokens: ProviderTokenCache(
                     key: try P256SigningKey(pem: testKeyPEM), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
-                configuration: PusherConfiguration(developmentURL: baseURL, productionURL: baseURL, lease: 2),
+                configuration: modified(PusherConfiguration(developmentURL: baseURL, productionURL: baseURL)) {
+                    $0.lease = 2
+                },
                 owner: "slow-worker", logger: Logger(label: "test", minimumLevel: .error))
             return try await worker.runOnce(now: Date())
         }
@@ -318,9 +320,12 @@ struct RetryUnderLoadTests {
             store: store, sender: try APNsClient(caFile: simulator.caFile),
             tokens: ProviderTokenCache(
                 key: try P256SigningKey(pem: testKeyPEM), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
-            configuration: PusherConfiguration(
-                developmentURL: simulator.baseURL, productionURL: simulator.baseURL, batchSize: 1000,
-                retryPolicy: RetryPolicy(baseDelay: 0.02, maximumDelay: 0.2)),
+            configuration: modified(
+                PusherConfiguration(developmentURL: simulator.baseURL, productionURL: simulator.baseURL)
+            ) {
+                $0.batchSize = 1000
+                $0.retryPolicy = RetryPolicy(baseDelay: 0.02, maximumDelay: 0.2)
+            },
             logger: Logger(label: "test", minimumLevel: .error)
         )
         try await drain(store, with: worker, within: 600)
@@ -488,9 +493,12 @@ struct ConnectionDropTests {
             store: store, sender: try APNsClient(caFile: simulator.caFile),
             tokens: ProviderTokenCache(
                 key: try P256SigningKey(pem: testKeyPEM), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
-            configuration: PusherConfiguration(
-                developmentURL: simulator.baseURL, productionURL: simulator.baseURL, batchSize: 500,
-                retryPolicy: RetryPolicy(baseDelay: 0.05, maximumDelay: 0.5)),
+            configuration: modified(
+                PusherConfiguration(developmentURL: simulator.baseURL, productionURL: simulator.baseURL)
+            ) {
+                $0.batchSize = 500
+                $0.retryPolicy = RetryPolicy(baseDelay: 0.05, maximumDelay: 0.5)
+            },
             logger: Logger(label: "test", minimumLevel: .error)
         )
         try await drain(store, with: worker, within: 120)
@@ -544,8 +552,9 @@ struct TwoWorkersTests {
                 }
                 let worker = PushWorker(
                     store: store, sender: client, tokens: tokens,
-                    configuration: PusherConfiguration(
-                        developmentURL: baseURL, productionURL: baseURL, batchSize: 200),
+                    configuration: modified(PusherConfiguration(developmentURL: baseURL, productionURL: baseURL)) {
+                        $0.batchSize = 200
+                    },
                     owner: "worker-\(index)", logger: Logger(label: "test", minimumLevel: .error), pauses: pauses)
                 await worker.run(signal: signal, idlePoll: .milliseconds(50)) { _ in }
             }

@@ -178,8 +178,9 @@ struct OutboxTests {
         let copy = directory.path + "/backup.sqlite3"
         try database.backup(to: copy)
         #expect(throws: StorageError.self) { try database.backup(to: copy) }
-        let restored = try Database.open(
-            StorageConfiguration(dataDirectory: directory.path, fileName: "backup.sqlite3"))
+        var backupFile = StorageConfiguration(dataDirectory: directory.path)
+        backupFile.fileName = "backup.sqlite3"
+        let restored = try Database.open(backupFile)
         #expect(try restored.order(id: "o-1")?.status == .preparing)
         #expect(try restored.integrityCheck() == "ok")
     }

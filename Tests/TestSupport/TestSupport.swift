@@ -56,3 +56,11 @@ package func connectLoopback(port: UInt16, receiveTimeout: Int = 5, source: Stri
     }
     return fd
 }
+
+/// `value` as `adjust` leaves it: settings are built from their defaults by naming only what a test
+/// changes, `modified(PusherConfiguration()) { $0.lease = 2 }`.
+package func modified<Value>(_ value: Value, _ adjust: (inout Value) -> Void) -> Value {
+    var value = value
+    adjust(&value)
+    return value
+}

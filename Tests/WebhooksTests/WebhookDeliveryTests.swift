@@ -30,10 +30,11 @@ struct WebhookDeliveryTests {
         {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             store = try Database.open(StorageConfiguration(dataDirectory: directory))
-            let configuration = WebhookDispatcherConfiguration(
-                policy: policy, timeoutSeconds: timeout,
-                retrySchedule: WebhookRetrySchedule(delays: Array(repeating: 0.2, count: 200)), perEndpoint: 2,
-                pollInterval: 0.05)
+            var configuration = WebhookDispatcherConfiguration(policy: policy)
+            configuration.timeoutSeconds = timeout
+            configuration.retrySchedule = WebhookRetrySchedule(delays: Array(repeating: 0.2, count: 200))
+            configuration.perEndpoint = 2
+            configuration.pollInterval = 0.05
             let log = self.log
             dispatcher = WebhookDispatcher(
                 store: store, sealingKey: sealingKey, configuration: configuration, owner: "test",

@@ -27,9 +27,14 @@ struct WebhookNodesTests {
         let dispatchers = try nodes.indices.map { index in
             let dispatcher = WebhookDispatcher(
                 store: nodes[index], sealingKey: sealingKey,
-                configuration: WebhookDispatcherConfiguration(
-                    policy: WebhookURLPolicy(allowsHTTP: true, allowsPrivateNetworks: true), timeoutSeconds: 5,
-                    perEndpoint: 4, pollInterval: 0.05),
+                configuration: modified(
+                    WebhookDispatcherConfiguration(
+                        policy: WebhookURLPolicy(allowsHTTP: true, allowsPrivateNetworks: true))
+                ) {
+                    $0.timeoutSeconds = 5
+                    $0.perEndpoint = 4
+                    $0.pollInterval = 0.05
+                },
                 owner: "node-\(index)", registry: MetricsRegistry(), logger: Logger(label: "webhooks", sink: { _ in }))
             try dispatcher.start()
             return dispatcher

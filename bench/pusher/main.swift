@@ -54,7 +54,11 @@ let keyPEM = try String(contentsOfFile: arguments[4] + "/bench-key.pem", encodin
 let key = try P256SigningKey(pem: keyPEM)
 let caFile = arguments[3]
 let batchSize = Int(ProcessInfo.processInfo.environment["BATCH"] ?? "") ?? PusherConfiguration().batchSize
-let configuration = PusherConfiguration(developmentURL: sinkURL, productionURL: sinkURL, batchSize: batchSize)
+let configuration = {
+    var configuration = PusherConfiguration(developmentURL: sinkURL, productionURL: sinkURL)
+    configuration.batchSize = batchSize
+    return configuration
+}()
 let connections = Mutex(0)
 
 // Each worker runs as deliveryd runs it (`run`, with batch writes overlapping the next send).
