@@ -62,30 +62,16 @@ public struct ActivityContext: Sendable, Hashable {
     public var bundleID: String
     /// When the activity started (registered), for the 8-hour lifetime.
     public var startedAt: Date
-    /// The status of the last state sent, `nil` if nothing was sent yet.
-    public var lastSentStatus: OrderStatus?
-    /// The fingerprint of the last state sent (or queued), `nil` if none.
-    public var lastSentFingerprint: String?
+    /// What the activity shows: the last push accepted, or what the app reported; `nil` if neither.
+    public var shown: ShownState?
     /// Priority-10 pushes sent to this activity during the last hour.
     public var highPriorityPushesInLastHour: Int
-    /// The `aps.timestamp` of the last push APNs accepted for this activity, `nil` if none: the next
-    /// one must be later, or iOS drops it as stale.
-    public var lastSentTimestamp: Date?
 
-    public init(
-        bundleID: String,
-        startedAt: Date,
-        lastSentStatus: OrderStatus? = nil,
-        lastSentFingerprint: String? = nil,
-        highPriorityPushesInLastHour: Int = 0,
-        lastSentTimestamp: Date? = nil
-    ) {
+    public init(bundleID: String, startedAt: Date, shown: ShownState? = nil, highPriorityPushesInLastHour: Int = 0) {
         self.bundleID = bundleID
         self.startedAt = startedAt
-        self.lastSentStatus = lastSentStatus
-        self.lastSentFingerprint = lastSentFingerprint
+        self.shown = shown
         self.highPriorityPushesInLastHour = highPriorityPushesInLastHour
-        self.lastSentTimestamp = lastSentTimestamp
     }
 }
 
@@ -165,13 +151,13 @@ public struct PushPlanner: Sendable {
             return .send(
                 try build(
                     event: .end, order: order, state: state, headers: headers, alert: true, staleDate: nil,
-                    dismissalDate: dismissal, timestamp: Self.timestamp(now: now, after: activity.lastSentTimestamp)
+                    dismissalDate: dismissal, timestamp: Self.timestamp(now: now, after: activity.shown?.timestamp)
                 )
             )
         }
 
-        let statusIsNew = activity.lastSentStatus != order.status
-        if !statusIsNew, activity.lastSentFingerprint == projector.fingerprint(state) {
+        let statusIsNew = activity.shown?.status != order.status
+        if !statusIsNew, activity.shown?.fingerprint == projector.fingerprint(state) {
             return .skip(.unchangedState)
         }
         var priority = statusIsNew && (order.status == .pickup || order.status == .delivering) ? 10 : 5
@@ -186,7 +172,7 @@ public struct PushPlanner: Sendable {
             try build(
                 event: .update, order: order, state: state, headers: headers,
                 alert: statusIsNew && order.status == .delivering, staleDate: staleDate, dismissalDate: nil,
-                timestamp: Self.timestamp(now: now, after: activity.lastSentTimestamp)
+                timestamp: Self.timestamp(now: now, after: activity.shown?.timestamp)
             )
         )
     }

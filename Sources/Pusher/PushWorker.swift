@@ -312,15 +312,12 @@ public final class PushWorker {
                 guard let activity = context.activities[key], activity.endedAt == nil, !activity.pushToken.isEmpty
                 else { return .finish(PushCompletion(item: item, outcome: .sent)) }
                 let activityContext = ActivityContext(
-                    bundleID: activity.bundleID, startedAt: activity.startedAt,
-                    lastSentStatus: activity.lastSentStatus, lastSentFingerprint: activity.lastSentFingerprint,
-                    highPriorityPushesInLastHour: context.highPriorityPushes[key] ?? 0,
-                    lastSentTimestamp: activity.lastSentTimestamp
-                )
+                    bundleID: activity.bundleID, startedAt: activity.startedAt, shown: activity.shown,
+                    highPriorityPushesInLastHour: context.highPriorityPushes[key] ?? 0)
                 switch try planner.planUpdate(order: order, activity: activityContext, now: now) {
                 case .send(let push):
                     if activity.platform == .android,
-                        let last = context.lastSentToToken[activity.pushToken] ?? activity.lastSentTimestamp,
+                        let last = context.lastSentToToken[activity.pushToken] ?? activity.shown?.timestamp,
                         now < last.addingTimeInterval(Self.androidMessageSpacing)
                     {
                         // Too soon for FCM's per-device limits: the row waits, and what changes
@@ -334,7 +331,7 @@ public final class PushWorker {
                             item: item, push: push, platform: activity.platform, environment: activity.environment,
                             token: activity.pushToken, registeredAt: activity.registeredAt, bundleID: activity.bundleID,
                             merchantID: order.merchantID,
-                            newStatus: push.event == .end || activity.lastSentStatus != push.orderStatus,
+                            newStatus: push.event == .end || activity.shown?.status != push.orderStatus,
                             attributes: androidAttributes(order, activity.platform)))
                 case .skip(.activityExpired):
                     return .finish(
@@ -386,7 +383,7 @@ public final class PushWorker {
     /// A start an Android device accepted makes the device an activity of the order.
     func accepted(_ entry: Planned, attempt: PushAttempt) -> PushCompletion {
         var completion = PushCompletion(item: entry.item, outcome: .sent, attempt: attempt)
-        let sent = PushCompletion.SentState(
+        let sent = ShownState(
             status: entry.push.orderStatus, fingerprint: entry.push.fingerprint, timestamp: entry.push.timestamp)
         switch (entry.item.target, entry.push.event) {
         case (.start(_, let deviceID), _):

@@ -42,9 +42,8 @@ public struct ActivityRecord: Sendable, Hashable {
     public let registeredAt: Date
     public let endedAt: Date?
     public let endedReason: String?
-    public let lastSentStatus: OrderStatus?
-    public let lastSentFingerprint: String?
-    public let lastSentTimestamp: Date?
+    /// What the activity shows: the last push accepted, or what the app reported; `nil` if neither.
+    public let shown: ShownState?
 }
 
 /// A push-to-start token of one device of one merchant's customer.
@@ -59,19 +58,6 @@ public struct PushToStartRecord: Sendable, Hashable {
     public let bundleID: String
     public let platform: PushPlatform
     public let registeredAt: Date
-}
-
-/// What an activity shows, as the app reported it when it registered its token: the pusher compares
-/// it with the order's state and pushes at once when they differ.
-public struct ShownState: Sendable, Hashable {
-    public let status: OrderStatus
-    /// `LiveActivityProjector.fingerprint` of the state shown.
-    public let fingerprint: String
-
-    public init(status: OrderStatus, fingerprint: String) {
-        self.status = status
-        self.fingerprint = fingerprint
-    }
 }
 
 /// A registered activity token and the push it queued.
@@ -346,19 +332,6 @@ public struct PushCompletion: Sendable {
         case retry(at: Date, error: String)
     }
 
-    /// The state an accepted update or end leaves the activity showing.
-    public struct SentState: Sendable, Hashable {
-        public let status: OrderStatus
-        public let fingerprint: String
-        public let timestamp: Date
-
-        public init(status: OrderStatus, fingerprint: String, timestamp: Date) {
-            self.status = status
-            self.fingerprint = fingerprint
-            self.timestamp = timestamp
-        }
-    }
-
     /// A token to remove: an activity's (ending it) or a device's push-to-start token.
     public enum Removal: Sendable, Hashable {
         case activity(activityID: String, reason: String, onlyIfRegisteredBefore: Date?)
@@ -374,12 +347,12 @@ public struct PushCompletion: Sendable {
     public var outcome: RowOutcome
     public var attempt: PushAttempt?
     /// What the activity shows now; with `startedDevice`, what the start showed.
-    public var sentState: SentState?
+    public var sentState: ShownState?
     public var removal: Removal?
     public var startedDevice: StartedDevice?
 
     public init(
-        item: OutboxItem, outcome: RowOutcome, attempt: PushAttempt? = nil, sentState: SentState? = nil,
+        item: OutboxItem, outcome: RowOutcome, attempt: PushAttempt? = nil, sentState: ShownState? = nil,
         removal: Removal? = nil, startedDevice: StartedDevice? = nil
     ) {
         self.startedDevice = startedDevice

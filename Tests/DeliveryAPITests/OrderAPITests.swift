@@ -389,10 +389,10 @@ struct CredentialAPITests {
             json: ["pushToken": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "environment": "production", "contentState": shown])
         #expect(registered.status == 200)
         let record = try #require(try api.store.activity(orderID: order.id, activityID: "a"))
-        #expect(record.lastSentStatus == .placed)
+        #expect(record.shown?.status == .placed)
         let projector = LiveActivityProjector()
         let current = try #require(try api.store.order(id: order.id))
-        #expect(record.lastSentFingerprint == projector.fingerprint(projector.contentState(for: current)))
+        #expect(record.shown?.fingerprint == projector.fingerprint(projector.contentState(for: current)))
         #expect(try api.store.outboxDepth().count == 1)
 
         let hostile: [String: Any] = [

@@ -9,6 +9,11 @@ enum Fixtures {
     /// Ten minutes later, when the pushes under test are planned.
     static let now = placedAt.addingTimeInterval(600)
 
+    /// An activity showing an earlier state of `status`: its fingerprint matches no state planned here.
+    static func shown(_ status: OrderStatus, pushedAt timestamp: Date? = nil) -> ShownState {
+        ShownState(status: status, fingerprint: "an earlier state", timestamp: timestamp)
+    }
+
     static func order(
         status: OrderStatus,
         locale: String = "en-US",

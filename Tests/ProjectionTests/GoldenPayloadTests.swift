@@ -9,7 +9,8 @@ import Testing
 @Suite("Golden payloads")
 struct GoldenPayloadTests {
     let planner = PushPlanner()
-    let activity = ActivityContext(bundleID: "com.example.app", startedAt: Fixtures.placedAt, lastSentStatus: .placed)
+    let activity = ActivityContext(
+        bundleID: "com.example.app", startedAt: Fixtures.placedAt, shown: Fixtures.shown(.placed))
 
     static let goldenUpdates: [(OrderStatus, String)] = [
         (

@@ -22,7 +22,7 @@ struct PushPlannerTests {
         (.cancelled, .end, 10, true),
     ])
     func priorityAndAlert(status: OrderStatus, event: LiveActivityEvent, priority: Int, alert: Bool) throws {
-        let activity = ActivityContext(bundleID: "b", startedAt: Fixtures.placedAt, lastSentStatus: .placed)
+        let activity = ActivityContext(bundleID: "b", startedAt: Fixtures.placedAt, shown: Fixtures.shown(.placed))
         let sent = try #require(
             push(try planner.planUpdate(order: Fixtures.order(status: status), activity: activity, now: Fixtures.now)))
         #expect(sent.event == event)
@@ -40,8 +40,9 @@ struct PushPlannerTests {
         let now = Fixtures.now.addingTimeInterval(0.4)
         for status in [OrderStatus.pickup, .delivered] {
             let activity = ActivityContext(
-                bundleID: "b", startedAt: Fixtures.placedAt, lastSentStatus: .preparing,
-                lastSentTimestamp: lastSentAfterNow.map { Fixtures.now.addingTimeInterval($0) })
+                bundleID: "b", startedAt: Fixtures.placedAt,
+                shown: Fixtures.shown(
+                    .preparing, pushedAt: lastSentAfterNow.map { Fixtures.now.addingTimeInterval($0) }))
             let sent = try #require(
                 push(try planner.planUpdate(order: Fixtures.order(status: status), activity: activity, now: now)))
             #expect(sent.timestamp == Fixtures.now.addingTimeInterval(expectedAfterNow), "\(status)")
@@ -58,7 +59,8 @@ struct PushPlannerTests {
             let order = Fixtures.order(
                 status: status, eta: Fixtures.placedAt.addingTimeInterval(3600),
                 updatedAt: Fixtures.placedAt.addingTimeInterval(1800.4))
-            let activity = ActivityContext(bundleID: "b", startedAt: Fixtures.placedAt, lastSentStatus: .delivering)
+            let activity = ActivityContext(
+                bundleID: "b", startedAt: Fixtures.placedAt, shown: Fixtures.shown(.delivering))
             let sent = try #require(push(try planner.planUpdate(order: order, activity: activity, now: Fixtures.now)))
             let payload = try JSONSerialization.jsonObject(with: Data(sent.payload)) as? [String: Any]
             let aps = try #require(payload?["aps"] as? [String: Any])
@@ -74,10 +76,9 @@ struct PushPlannerTests {
     /// Replaying the same state, or moving the ETA by a few seconds, plans no push.
     @Test func repeatedStateIsSkipped() throws {
         let order = Fixtures.order(status: .pickup)
-        var activity = ActivityContext(bundleID: "b", startedAt: Fixtures.placedAt, lastSentStatus: .preparing)
+        var activity = ActivityContext(bundleID: "b", startedAt: Fixtures.placedAt, shown: Fixtures.shown(.preparing))
         let first = try #require(push(try planner.planUpdate(order: order, activity: activity, now: Fixtures.now)))
-        activity.lastSentStatus = .pickup
-        activity.lastSentFingerprint = first.fingerprint
+        activity.shown = ShownState(status: .pickup, fingerprint: first.fingerprint, timestamp: first.timestamp)
 
         #expect(try planner.planUpdate(order: order, activity: activity, now: Fixtures.now) == .skip(.unchangedState))
         let nudged = try order.changingEstimatedArrival(
@@ -109,7 +110,7 @@ struct PushPlannerTests {
     /// Past the hourly budget a priority-10 update goes out at 5; the end push stays at 10.
     @Test func budgetDowngradesPriority() throws {
         var activity = ActivityContext(
-            bundleID: "b", startedAt: Fixtures.placedAt, lastSentStatus: .pickup, highPriorityPushesInLastHour: 5
+            bundleID: "b", startedAt: Fixtures.placedAt, shown: Fixtures.shown(.pickup), highPriorityPushesInLastHour: 5
         )
         #expect(
             push(
@@ -131,7 +132,7 @@ struct PushPlannerTests {
     /// Nothing goes to an activity older than 8 hours, and stale-date never points past its lifetime.
     @Test func lifetime() throws {
         let startedAt = Fixtures.now.addingTimeInterval(-8 * 3600 + 60)
-        let activity = ActivityContext(bundleID: "b", startedAt: startedAt, lastSentStatus: .placed)
+        let activity = ActivityContext(bundleID: "b", startedAt: startedAt, shown: Fixtures.shown(.placed))
         let order = Fixtures.order(status: .pickup, eta: Fixtures.now.addingTimeInterval(3600))
         let sent = try #require(push(try planner.planUpdate(order: order, activity: activity, now: Fixtures.now)))
         let end = startedAt.addingTimeInterval(8 * 3600)

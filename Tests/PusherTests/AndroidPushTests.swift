@@ -188,7 +188,7 @@ struct AndroidPushTests {
         #expect(try await worker.runOnce(now: Date()) == 1)
         let activity = try #require(try setup.store.activity(orderID: "o-1", activityID: "android:pixel"))
         #expect(activity.platform == .android && activity.pushToken == "fcm-pixel")
-        #expect(activity.lastSentStatus == .placed)
+        #expect(activity.shown?.status == .placed)
         // The update queued with the activity finds nothing new to say.
         #expect(try await worker.runOnce(now: Date()) == 1)
         try setup.set(.preparing)
@@ -211,7 +211,7 @@ struct AndroidPushTests {
         try setup.register("phone", token: "fcm-phone", at: start.addingTimeInterval(-1))
         let worker = try setup.worker()
         #expect(try await worker.runOnce(now: start) == 1)
-        #expect(try setup.store.activity(orderID: "o-1", activityID: "phone")?.lastSentTimestamp == start)
+        #expect(try setup.store.activity(orderID: "o-1", activityID: "phone")?.shown?.timestamp == start)
         try setup.set(.preparing, at: start.addingTimeInterval(0.2))
         #expect(try await worker.runOnce(now: start.addingTimeInterval(0.5)) == 1, "claimed, and put back")
         try setup.set(.pickup, at: start.addingTimeInterval(0.6))

@@ -135,7 +135,7 @@ struct PushWorkerTests {
         #expect(try await worker.runOnce(now: Date()) == 2)
         #expect(try await worker.runOnce(now: Date()) == 0)
         #expect(try store.activity(orderID: "o-1", activityID: "dead")?.endedReason == "Unregistered")
-        #expect(try store.activity(orderID: "o-1", activityID: "live")?.lastSentStatus == .delivering)
+        #expect(try store.activity(orderID: "o-1", activityID: "live")?.shown?.status == .delivering)
 
         try set(.delivered)
         #expect(try await worker.runOnce(now: Date()) == 1)
@@ -368,7 +368,7 @@ struct RetryUnderLoadTests {
         let share = Double(failures) / Double(requests.values.map(\.count).reduce(0, +))
         #expect((0.2...0.4).contains(share), "503/429 share \(share)")
         #expect(try store.activity(orderID: "o-0", activityID: "a0")?.endedReason == "Unregistered")
-        #expect(try store.activity(orderID: "o-1", activityID: "a0")?.lastSentFingerprint != nil)
+        #expect(try store.activity(orderID: "o-1", activityID: "a0")?.shown?.fingerprint != nil)
     }
 }
 

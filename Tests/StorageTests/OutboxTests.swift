@@ -297,7 +297,7 @@ struct PushBatchStatementTests {
             let key = ActivityKey(orderID: item.orderID, activityID: activityID)
             let sent = !retried.contains(item.id)
             #expect(after.highPriorityPushes[key] == (sent ? 1 : 0), "\(key)")
-            #expect(after.activities[key]?.lastSentFingerprint == (sent ? "f-\(item.id)" : nil), "\(key)")
+            #expect(after.activities[key]?.shown?.fingerprint == (sent ? "f-\(item.id)" : nil), "\(key)")
         }
         let logged = try orders.flatMap { try store.pushLog(orderID: $0.0.id) }
         #expect(logged.count == 140 - retried.count)
@@ -322,8 +322,8 @@ struct PushBatchStatementTests {
                     status: .placed, fingerprint: fingerprint, timestamp: t.addingTimeInterval(Double(index))))
         }
         try store.completePushes(completions, now: t)
-        let shown = try #require(try store.activity(orderID: "o-1", activityID: "act-0"))
-        #expect(shown.lastSentFingerprint == "second")
-        #expect(shown.lastSentTimestamp == t.addingTimeInterval(1))
+        let shown = try #require(try store.activity(orderID: "o-1", activityID: "act-0")?.shown)
+        #expect(shown.fingerprint == "second")
+        #expect(shown.timestamp == t.addingTimeInterval(1))
     }
 }

@@ -229,7 +229,7 @@ struct StoreContractTests {
         _ = try store.createOrder(order, event: event, trackingTokenHash: nil, now: StoreFixtures.t0)
         let start = try #require(try store.claimDue(owner: "w", now: StoreFixtures.t0, lease: 30, limit: 10).first)
         #expect(start.target == .start(customerID: "c-42", deviceID: "pixel"))
-        let sent = PushCompletion.SentState(status: .placed, fingerprint: "f-1", timestamp: StoreFixtures.t0)
+        let sent = ShownState(status: .placed, fingerprint: "f-1", timestamp: StoreFixtures.t0)
         let completion = PushCompletion(
             item: start, outcome: .sent,
             attempt: PushAttempt(
@@ -244,8 +244,8 @@ struct StoreContractTests {
         let activity = try #require(try store.activity(orderID: order.id, activityID: "android:pixel"))
         #expect(
             activity.platform == .android && activity.pushToken == "fcm:Token_1" && activity.bundleID == "project-1")
-        #expect(activity.lastSentStatus == .placed && activity.lastSentFingerprint == "f-1")
-        #expect(activity.lastSentTimestamp == StoreFixtures.t0)
+        #expect(activity.shown?.status == .placed && activity.shown?.fingerprint == "f-1")
+        #expect(activity.shown?.timestamp == StoreFixtures.t0)
         let queued = try store.claimDue(owner: "w", now: StoreFixtures.t0.addingTimeInterval(2), lease: 30, limit: 10)
         #expect(queued.map(\.target) == [.activity(activityID: "android:pixel")])
         // The pusher reads when the phone was last sent a message, whichever order it was for.

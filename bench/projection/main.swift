@@ -25,7 +25,9 @@ let orders: [Order] = (0..<1_000).map { index in
     )
 }
 let planner = PushPlanner()
-let activity = ActivityContext(bundleID: "com.example.app", startedAt: placedAt, lastSentStatus: .placed)
+let activity = ActivityContext(
+    bundleID: "com.example.app", startedAt: placedAt,
+    shown: ShownState(status: .placed, fingerprint: "an earlier state"))
 let now = placedAt.addingTimeInterval(600)
 
 func run(iterations: Int) -> (Int, Int) {

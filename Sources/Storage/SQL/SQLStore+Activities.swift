@@ -147,9 +147,11 @@ extension StoreSQL {
             registeredAt: Date(storageMilliseconds: try row.int("registered_at")),
             endedAt: try row.optionalInt("ended_at").map(Date.init(storageMilliseconds:)),
             endedReason: try row.optionalText("ended_reason"),
-            lastSentStatus: try row.optionalValue("last_sent_status"),
-            lastSentFingerprint: try row.optionalText("last_sent_fingerprint"),
-            lastSentTimestamp: try row.optionalInt("last_sent_timestamp").map(Date.init(storageMilliseconds:))
+            shown: try row.optionalValue("last_sent_status").map { (status: OrderStatus) in
+                ShownState(
+                    status: status, fingerprint: try row.text("last_sent_fingerprint"),
+                    timestamp: try row.optionalInt("last_sent_timestamp").map(Date.init(storageMilliseconds:)))
+            }
         )
     }
 }

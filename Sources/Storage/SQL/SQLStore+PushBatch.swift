@@ -1,6 +1,7 @@
 import DeliveryActivityContract
 public import FoundationEssentials
 public import OrderDomain
+
 extension SQLStore {
     /// Reads the orders, activities, push-to-start tokens and budget use of a claimed batch at once,
     /// a few statements for the whole batch (see `StoreSQL.paddedGroups`).
@@ -50,7 +51,7 @@ extension SQLStore {
             try StoreSQL.insertPushLogs(completions.compactMap(\.attempt), connection)
             try StoreSQL.finishSent(
                 completions.compactMap { $0.outcome == .sent ? $0.item.id : nil }, now: now, connection)
-            var shown: [ActivityKey: PushCompletion.SentState] = [:]
+            var shown: [ActivityKey: ShownState] = [:]
             for completion in completions {
                 switch completion.outcome {
                 case .sent: break
@@ -198,7 +199,7 @@ extension StoreSQL {
     /// Records what each activity was last sent: for de-duplication and monotonic timestamps. A
     /// `VALUES` list's columns are named `column1`… in both engines; PostgreSQL types them from the
     /// first row, hence the cast.
-    static func recordSent(_ shown: [ActivityKey: PushCompletion.SentState], _ connection: any SQLSession) throws {
+    static func recordSent(_ shown: [ActivityKey: ShownState], _ connection: any SQLSession) throws {
         for group in paddedGroups(Array(shown)) {
             try connection.cached(
                 """
@@ -211,7 +212,7 @@ extension StoreSQL {
                 group.flatMap { key, state -> [DatabaseValue] in
                     [
                         .text(key.orderID), .text(key.activityID), .text(state.status.rawValue),
-                        .text(state.fingerprint), .integer(state.timestamp.storageMilliseconds),
+                        .text(state.fingerprint), state.timestamp.map { .integer($0.storageMilliseconds) } ?? .null,
                     ]
                 })
         }
@@ -223,7 +224,7 @@ extension StoreSQL {
     /// carried. One update is queued with it: a change committed while the start was on the wire
     /// queued nothing for this activity, and the planner skips the update if nothing changed.
     static func startAndroidActivity(
-        _ device: PushCompletion.StartedDevice, orderID: String, sent: PushCompletion.SentState, now: Date,
+        _ device: PushCompletion.StartedDevice, orderID: String, sent: ShownState, now: Date,
         _ connection: any SQLSession
     ) throws {
         try connection.cached(
@@ -236,7 +237,7 @@ extension StoreSQL {
         ).run([
             .text(orderID), .text(device.activityID), .text(device.pushToken), .text(device.project),
             .integer(now.storageMilliseconds), .integer(now.storageMilliseconds), .text(sent.status.rawValue),
-            .text(sent.fingerprint), .integer(sent.timestamp.storageMilliseconds),
+            .text(sent.fingerprint), sent.timestamp.map { .integer($0.storageMilliseconds) } ?? .null,
         ])
         guard connection.changes > 0 else { return }
         try enqueue(
