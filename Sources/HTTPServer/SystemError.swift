@@ -7,10 +7,5 @@ public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
     public let function: String
     public let errno: Int32
 
-    package init(function: String, errno: Int32) {
-        self.function = function
-        self.errno = errno
-    }
-
     public var description: String { "\(function): \(String(cString: strerror(errno))) (errno \(errno))" }
 }

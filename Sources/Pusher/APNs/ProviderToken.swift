@@ -1,5 +1,6 @@
 public import Cryptography
 public import Foundation
+import JSONSyntax
 
 /// The APNs provider token: a JWT with `alg` ES256, `kid` the key id, `iss` the team id, `iat` now.
 ///
@@ -18,30 +19,16 @@ public struct ProviderToken: Sendable, Hashable {
         self.keyID = keyID
         self.teamID = teamID
         self.issuedAt = issuedAt
-        let header = Header(alg: "ES256", kid: keyID)
-        let claims = Claims(iss: teamID, iat: Int64(issuedAt.timeIntervalSince1970.rounded(.down)))
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        let signingInput: String
-        do {
-            signingInput =
-                try Base64URL.encode(Array(encoder.encode(header))) + "."
-                + Base64URL.encode(Array(encoder.encode(claims)))
-        } catch {
-            throw CryptoError(operation: "encoding the JWT", reason: "\(error)")
-        }
+        // Two fixed objects, written directly; the ids are quoted and escaped like any JSON string.
+        var header = Array(#"{"alg":"ES256""#.utf8)
+        JSONText.appendField("kid", keyID, to: &header)
+        header.append(UInt8(ascii: "}"))
+        var claims = Array(#"{"iat":\#(Int64(issuedAt.timeIntervalSince1970.rounded(.down)))"#.utf8)
+        JSONText.appendField("iss", teamID, to: &claims)
+        claims.append(UInt8(ascii: "}"))
+        let signingInput = Base64URL.encode(header) + "." + Base64URL.encode(claims)
         let signature = try key.signES256(Array(signingInput.utf8))
         self.compact = signingInput + "." + Base64URL.encode(signature)
-    }
-
-    struct Header: Codable, Equatable {
-        let alg: String
-        let kid: String
-    }
-
-    struct Claims: Codable, Equatable {
-        let iss: String
-        let iat: Int64
     }
 }
 
