@@ -1,24 +1,15 @@
 /// Limits the parser enforces, each answered with its own status.
 public struct HTTPLimits: Sendable, Hashable {
     /// Longest request line (method, target, version); longer gets `414`.
-    public var maxRequestLineBytes: Int
+    public var maxRequestLineBytes = 8 * 1024
     /// Largest header block, request line included; larger gets `431`.
-    public var maxHeaderBytes: Int
+    public var maxHeaderBytes = 16 * 1024
     /// Most header fields; more gets `431`.
-    public var maxHeaderCount: Int
+    public var maxHeaderCount = 100
     /// Largest body, after de-chunking; larger gets `413`.
-    public var maxBodyBytes: Int
+    public var maxBodyBytes = 1024 * 1024
 
-    /// Defaults: 8 KiB request line, 16 KiB header block, 100 fields, 1 MiB body.
-    public init(
-        maxRequestLineBytes: Int = 8 * 1024, maxHeaderBytes: Int = 16 * 1024, maxHeaderCount: Int = 100,
-        maxBodyBytes: Int = 1024 * 1024
-    ) {
-        self.maxRequestLineBytes = maxRequestLineBytes
-        self.maxHeaderBytes = maxHeaderBytes
-        self.maxHeaderCount = maxHeaderCount
-        self.maxBodyBytes = maxBodyBytes
-    }
+    public init() {}
 }
 
 /// A request the parser refused, with the status to answer before closing the connection.

@@ -41,7 +41,7 @@ extension Configuration {
     var httpServer: HTTPServerConfiguration {
         var server = HTTPServerConfiguration(address: listen, eventLoops: eventLoops)
         server.handlerThreads = handlerThreads
-        server.limits = HTTPLimits(maxBodyBytes: maxBodyBytes)
+        server.limits.maxBodyBytes = maxBodyBytes
         server.requestTimeout = Double(requestTimeoutSeconds)
         server.idleTimeout = Double(idleTimeoutSeconds)
         server.maxConnections = maxConnections

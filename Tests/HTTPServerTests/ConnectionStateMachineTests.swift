@@ -136,8 +136,12 @@ struct ConnectionStateMachineTests {
         ("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5000\r\n\r\n", 413),
     ])
     func refusedRequests(text: String, status: Int) {
-        var script = Script(
-            limits: HTTPLimits(maxRequestLineBytes: 100, maxHeaderBytes: 512, maxHeaderCount: 10, maxBodyBytes: 1000))
+        var limits = HTTPLimits()
+        limits.maxRequestLineBytes = 100
+        limits.maxHeaderBytes = 512
+        limits.maxHeaderCount = 10
+        limits.maxBodyBytes = 1000
+        var script = Script(limits: limits)
         #expect(script.receive(text) == ["respond \(status) close", "stop-reading", "flush"])
         #expect(script.receive(Self.get("/next")) == [])
         #expect(script.written() == ["linger"])
