@@ -154,42 +154,39 @@ extension DeliveryService {
 
     /// `contentState`: what the activity shows now, as the app decodes it (dates in seconds since 2001).
     private func readShownState(_ body: [String: JSONValue], _ reader: inout FieldReader) -> ShownState? {
-        guard let state = reader.object(body, "contentState") else { return nil }
-        let statusText = reader.require(
-            reader.string(state, "status", path: "contentState.status"), "contentState.status")
-        let status = statusText.flatMap(OrderStatus.init(rawValue:))
-        if statusText != nil, status == nil { reader.fail("contentState.status", "is not a status deliveryd sends") }
-        let stage = reader.require(reader.integer(state, "stage", path: "contentState.stage"), "contentState.stage")
-        let progress = reader.require(
-            reader.number(state, "progress", path: "contentState.progress"), "contentState.progress")
-        let label = reader.require(
-            reader.string(state, "statusText", path: "contentState.statusText"), "contentState.statusText")
-        let arrival = reader.require(
-            reader.number(state, "estimatedArrival", path: "contentState.estimatedArrival"),
-            "contentState.estimatedArrival")
-        let riderName = reader.string(state, "riderName", path: "contentState.riderName")
-        let remainingDistance = reader.integer(state, "remainingDistance", path: "contentState.remainingDistance")
-        if let remainingDistance, remainingDistance < 0 {
-            reader.fail("contentState.remainingDistance", "must not be negative")
+        let shown = reader.nested(body, "contentState") { reader, state -> ShownState? in
+            let statusText = reader.require(reader.string(state, "status"), "status")
+            let status = statusText.flatMap(OrderStatus.init(rawValue:))
+            if statusText != nil, status == nil { reader.fail("status", "is not a status deliveryd sends") }
+            let stage = reader.require(reader.integer(state, "stage"), "stage")
+            let progress = reader.require(reader.number(state, "progress"), "progress")
+            let label = reader.require(reader.string(state, "statusText"), "statusText")
+            let arrival = reader.require(reader.number(state, "estimatedArrival"), "estimatedArrival")
+            let riderName = reader.string(state, "riderName")
+            let remainingDistance = reader.integer(state, "remainingDistance")
+            if let remainingDistance, remainingDistance < 0 { reader.fail("remainingDistance", "must not be negative") }
+            var arriving = false
+            switch state["arriving"] {
+            case nil, .null?: break
+            case .bool(let value)?: arriving = value
+            case _?: reader.fail("arriving", "must be a boolean")
+            }
+            if let stage, !(0...4).contains(stage) { reader.fail("stage", "must be 0 to 4") }
+            if let progress, !(0...1).contains(progress) { reader.fail("progress", "must be 0 to 1") }
+            // Seconds since 2001 within about a century either way: a date the server could ever have sent.
+            if let arrival, !(-3.2e9...3.2e9).contains(arrival) {
+                reader.fail("estimatedArrival", "must be seconds since 2001-01-01, as a Date encodes")
+            }
+            guard let status, let stage, let progress, let label, let arrival, reader.issues.isEmpty else {
+                return nil
+            }
+            let shown = ContentState(
+                status: status.rawValue, stage: stage, progress: progress, statusText: label,
+                estimatedArrival: Date(timeIntervalSinceReferenceDate: arrival), riderName: riderName,
+                remainingDistance: remainingDistance, arriving: arriving)
+            return ShownState(status: status, fingerprint: projector.fingerprint(shown))
         }
-        var arriving = false
-        switch state["arriving"] {
-        case nil, .null?: break
-        case .bool(let value)?: arriving = value
-        case _?: reader.fail("contentState.arriving", "must be a boolean")
-        }
-        if let stage, !(0...4).contains(stage) { reader.fail("contentState.stage", "must be 0 to 4") }
-        if let progress, !(0...1).contains(progress) { reader.fail("contentState.progress", "must be 0 to 1") }
-        // Seconds since 2001 within about a century either way: a date the server could ever have sent.
-        if let arrival, !(-3.2e9...3.2e9).contains(arrival) {
-            reader.fail("contentState.estimatedArrival", "must be seconds since 2001-01-01, as a Date encodes")
-        }
-        guard let status, let stage, let progress, let label, let arrival, reader.issues.isEmpty else { return nil }
-        let shown = ContentState(
-            status: status.rawValue, stage: stage, progress: progress, statusText: label,
-            estimatedArrival: Date(timeIntervalSinceReferenceDate: arrival), riderName: riderName,
-            remainingDistance: remainingDistance, arriving: arriving)
-        return ShownState(status: status, fingerprint: projector.fingerprint(shown))
+        return shown ?? nil
     }
 
     private struct Registration {

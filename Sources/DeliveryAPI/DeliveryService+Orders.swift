@@ -69,52 +69,37 @@ extension DeliveryService {
 
     /// `POST /v1/orders/{id}/status`: the state machine of design §2.
     func changeStatus(_ call: Call) throws -> TransactionStep {
-        let orderID = call.parameter("id")
-        let principal = try staffPrincipal(call, orderID: orderID)
-        let body = try jsonObject(call.request)
-        var reader = FieldReader()
-        let statusText = reader.require(reader.string(body, "status"), "status")
-        let status = statusText.flatMap(OrderStatus.init(rawValue:))
-        if statusText != nil, status == nil {
-            reader.fail("status", "must be one of " + OrderStatus.allCases.map(\.rawValue).joined(separator: ", "))
-        }
-        let eta = reader.time(body, "estimatedArrival")
-        let reason = reader.string(body, "reason")
-        try reader.finish()
-        guard let status else { throw APIError.internalError() }
-
-        let change = StatusChange(status: status, estimatedArrival: eta, reason: reason)
-        return applyChange(orderID, call, principal) { order throws(OrderError) in
-            try order.applying(change, by: principal, at: call.now)
+        try applyChange(call) { reader, body in
+            let statusText = reader.require(reader.string(body, "status"), "status")
+            let status = statusText.flatMap(OrderStatus.init(rawValue:))
+            if statusText != nil, status == nil {
+                reader.fail("status", "must be one of " + OrderStatus.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            let eta = reader.time(body, "estimatedArrival")
+            let reason = reader.string(body, "reason")
+            return status.map { StatusChange(status: $0, estimatedArrival: eta, reason: reason) }
+        } change: { order, change, principal, now throws(OrderError) in
+            try order.applying(change, by: principal, at: now)
         }
     }
 
     /// `PATCH /v1/orders/{id}/eta`.
     func changeEstimatedArrival(_ call: Call) throws -> TransactionStep {
-        let orderID = call.parameter("id")
-        let principal = try staffPrincipal(call, orderID: orderID)
-        let body = try jsonObject(call.request)
-        var reader = FieldReader()
-        let eta = reader.require(reader.time(body, "estimatedArrival"), "estimatedArrival")
-        try reader.finish()
-        guard let eta else { throw APIError.internalError() }
-        return applyChange(orderID, call, principal) { order throws(OrderError) in
-            try order.changingEstimatedArrival(to: eta, by: principal, at: call.now)
+        try applyChange(call) { reader, body in
+            reader.require(reader.time(body, "estimatedArrival"), "estimatedArrival")
+        } change: { order, eta, principal, now throws(OrderError) in
+            try order.changingEstimatedArrival(to: eta, by: principal, at: now)
         }
     }
 
     /// `PUT /v1/orders/{id}/rider`.
     func assignRider(_ call: Call) throws -> TransactionStep {
-        let orderID = call.parameter("id")
-        let principal = try staffPrincipal(call, orderID: orderID)
-        let body = try jsonObject(call.request)
-        var reader = FieldReader()
-        let rider = Rider(
-            id: reader.string(body, "riderId") ?? "", name: reader.string(body, "name") ?? "",
-            phone: reader.string(body, "phone"))
-        try reader.finish()
-        return applyChange(orderID, call, principal) { order throws(OrderError) in
-            try order.assigning(rider, by: principal, at: call.now)
+        try applyChange(call) { reader, body in
+            Rider(
+                id: reader.string(body, "riderId") ?? "", name: reader.string(body, "name") ?? "",
+                phone: reader.string(body, "phone"))
+        } change: { order, rider, principal, now throws(OrderError) in
+            try order.assigning(rider, by: principal, at: now)
         }
     }
 
@@ -157,18 +142,26 @@ extension DeliveryService {
         return json(200, .object(["orderId": .string(order.id), "pushes": .array(attempts.map(Views.push))]))
     }
 
-    /// Decides a change with the domain on the order as it is stored (locked, so that concurrent
-    /// changes of one order serialize), writes the outcome in the same transaction, and answers
-    /// `{order, transition}`.
-    private func applyChange(
-        _ orderID: String, _ call: Call, _ principal: Principal,
-        _ change: @escaping @Sendable (Order) throws(OrderError) -> ChangeOutcome
-    ) -> TransactionStep {
-        { transaction in
+    /// A staff member's change of the order in the path: the body as `read` reads it (every field
+    /// issue answered at once, before anything is locked), then the domain's decision by `change` on
+    /// the order as it is stored (locked, so that concurrent changes of one order serialize), its
+    /// outcome written in the same transaction; answers `{order, transition}`.
+    private func applyChange<Request: Sendable>(
+        _ call: Call, read: (inout FieldReader, [String: JSONValue]) -> Request?,
+        change: @escaping @Sendable (Order, Request, Principal, Date) throws(OrderError) -> ChangeOutcome
+    ) throws -> TransactionStep {
+        let orderID = call.parameter("id")
+        let principal = try staffPrincipal(call, orderID: orderID)
+        var reader = FieldReader()
+        let request = read(&reader, try jsonObject(call.request))
+        try reader.finish()
+        guard let request else { throw APIError.internalError() }
+        return { transaction in
             guard let current = try transaction.lockOrder(id: orderID) else {
                 throw APIError.notFound("order not found")
             }
-            let stored = try transaction.record(try change(current), now: call.now, requestID: call.request.requestID)
+            let stored = try transaction.record(
+                try change(current, request, principal, call.now), now: call.now, requestID: call.request.requestID)
             // A placed order's start waits for its lead time: preparing it, or moving its ETA, moves that.
             var startsNow = 0
             if case .applied(let order, let event) = stored.outcome, event.from == .placed {
@@ -236,31 +229,25 @@ extension DeliveryService {
                 reader.fail("items[\(index)]", "must be an object")
                 return OrderDraft.Item(name: nil, quantity: nil, price: nil)
             }
-            return OrderDraft.Item(
-                name: reader.string(item, "name", path: "items[\(index)].name"),
-                quantity: reader.integer(item, "quantity", path: "items[\(index)].quantity"),
-                price: reader.number(item, "price", path: "items[\(index)].price")
-            )
+            return reader.within("items[\(index)]") { reader in
+                OrderDraft.Item(
+                    name: reader.string(item, "name"), quantity: reader.integer(item, "quantity"),
+                    price: reader.number(item, "price"))
+            }
         }
-        let customer = reader.object(body, "customer").map { customer in
+        let customer = reader.nested(body, "customer") { reader, customer in
             OrderDraft.CustomerDraft(
-                id: reader.string(customer, "id", path: "customer.id"),
-                name: reader.string(customer, "name", path: "customer.name"),
-                phone: reader.string(customer, "phone", path: "customer.phone"),
-                locale: reader.string(customer, "locale", path: "customer.locale")
-            )
+                id: reader.string(customer, "id"), name: reader.string(customer, "name"),
+                phone: reader.string(customer, "phone"), locale: reader.string(customer, "locale"))
         }
-        let payment = reader.object(body, "payment").map { payment in
+        let payment = reader.nested(body, "payment") { reader, payment in
             OrderDraft.PaymentDraft(
-                method: reader.string(payment, "method", path: "payment.method"),
-                brand: reader.string(payment, "brand", path: "payment.brand"),
-                last4: reader.string(payment, "last4", path: "payment.last4")
-            )
+                method: reader.string(payment, "method"), brand: reader.string(payment, "brand"),
+                last4: reader.string(payment, "last4"))
         }
-        let destination = reader.object(body, "destination").map { point in
+        let destination = reader.nested(body, "destination") { reader, point in
             OrderDraft.CoordinateDraft(
-                latitude: reader.number(point, "latitude", path: "destination.latitude"),
-                longitude: reader.number(point, "longitude", path: "destination.longitude"))
+                latitude: reader.number(point, "latitude"), longitude: reader.number(point, "longitude"))
         }
         return OrderDraft(
             number: reader.string(body, "number"), merchantName: reader.string(body, "merchantName"), items: items,

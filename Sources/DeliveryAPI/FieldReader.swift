@@ -8,9 +8,29 @@ import OrderDomain
 /// API promises. Type errors collect in `issues`, so one answer lists them all.
 struct FieldReader {
     private(set) var issues: [FieldIssue] = []
+    /// The path of the object being read, with its dot (`customer.`), empty at the top: fields are
+    /// named relative to it and reported by their whole path.
+    private var prefix = ""
 
     mutating func fail(_ field: String, _ problem: String) {
-        issues.append(FieldIssue(field: field, problem: problem))
+        issues.append(FieldIssue(field: prefix + field, problem: problem))
+    }
+
+    /// `read`'s result, its fields named under `name` (`items[2].` + `price`).
+    mutating func within<T>(_ name: String, _ read: (inout FieldReader) -> T) -> T {
+        let outer = prefix
+        prefix += name + "."
+        defer { prefix = outer }
+        return read(&self)
+    }
+
+    /// The object at `key` as `read` reads it, its fields named under `key` (`customer.phone`);
+    /// `nil` when absent, and an issue when not an object.
+    mutating func nested<T>(
+        _ object: [String: JSONValue], _ key: String, _ read: (inout FieldReader, [String: JSONValue]) -> T
+    ) -> T? {
+        guard let members = self.object(object, key) else { return nil }
+        return within(key) { read(&$0, members) }
     }
 
     /// The request body as an object.
@@ -98,7 +118,7 @@ struct FieldReader {
     }
 
     mutating func require<T>(_ value: T?, _ field: String) -> T? {
-        if value == nil, !issues.contains(where: { $0.field == field }) { fail(field, "is required") }
+        if value == nil, !issues.contains(where: { $0.field == prefix + field }) { fail(field, "is required") }
         return value
     }
 
