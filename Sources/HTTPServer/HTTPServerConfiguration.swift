@@ -31,7 +31,7 @@ public struct HTTPServerConfiguration: Sendable {
     /// - Parameters:
     ///   - address: default 127.0.0.1:8080.
     ///   - eventLoops: default 2, the cores of the machine this was measured on.
-    public init(address: ListenAddress = ListenAddress(host: "127.0.0.1", port: 8080), eventLoops: Int = 2) {
+    public init(address: ListenAddress = .loopback(port: 8080), eventLoops: Int = 2) {
         self.address = address
         self.eventLoops = eventLoops
     }

@@ -276,11 +276,6 @@ extension Date {
 public struct MerchantOpenOrders: Sendable, Hashable {
     public let merchantID: String
     public let openOrders: Int
-
-    public init(merchantID: String, openOrders: Int) {
-        self.merchantID = merchantID
-        self.openOrders = openOrders
-    }
 }
 
 /// An activity of an order, as a dictionary key.

@@ -6,7 +6,7 @@ import Telemetry
 ///
 /// Only this executable reads the environment; the modules get typed configuration values.
 struct Configuration: Sendable {
-    var listen = ListenAddress(host: "127.0.0.1", port: 8080)
+    var listen = ListenAddress.loopback(port: 8080)
     var dataDirectory = "./var"
     /// `nil`: SQLite in the data directory; a libpq URL: PostgreSQL, shared by every node.
     var databaseURL: String?

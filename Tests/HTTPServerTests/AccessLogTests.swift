@@ -126,7 +126,7 @@ struct LogOutputTests {
         var router = Router()
         router.add("GET", "/healthz", execution: .inline) { _ in HTTPResponse(status: 200, body: Array("ok".utf8)) }
         let server = try HTTPServer(
-            configuration: HTTPServerConfiguration(address: ListenAddress(host: "127.0.0.1", port: 0), eventLoops: 1),
+            configuration: HTTPServerConfiguration(address: ListenAddress.loopback(port: 0), eventLoops: 1),
             router: router, accessLog: AccessLogConfiguration(output: output))
         try server.start()
         let connection = try RawConnection(port: server.boundAddress.port)

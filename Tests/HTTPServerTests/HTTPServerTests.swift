@@ -33,7 +33,7 @@ final class TestServer: Sendable {
 
     init(
         _ configuration: HTTPServerConfiguration = HTTPServerConfiguration(
-            address: ListenAddress(host: "127.0.0.1", port: 0))
+            address: ListenAddress.loopback(port: 0))
     )
         throws
     {
@@ -127,7 +127,7 @@ struct ServerSocketTests {
     /// Deferred handlers hold no thread while they wait: with one handler thread, three requests
     /// wait together, and each gets its own answer, sent later from another thread.
     @Test(.timeLimit(.minutes(1))) func deferredAnswersHoldNoHandlerThread() throws {
-        var configuration = HTTPServerConfiguration(address: ListenAddress(host: "127.0.0.1", port: 0))
+        var configuration = HTTPServerConfiguration(address: ListenAddress.loopback(port: 0))
         configuration.handlerThreads = 1
         let test = try TestServer(configuration)
         defer { test.server.shutdown() }
@@ -153,7 +153,7 @@ struct ServerSocketTests {
     /// An answer from memory comes from the event loop while every handler thread is busy; one
     /// that needs more goes to the pool and waits its turn there.
     @Test(.timeLimit(.minutes(1))) func answersFromMemorySkipTheBusyPool() throws {
-        var configuration = HTTPServerConfiguration(address: ListenAddress(host: "127.0.0.1", port: 0))
+        var configuration = HTTPServerConfiguration(address: ListenAddress.loopback(port: 0))
         configuration.handlerThreads = 1
         let test = try TestServer(configuration)
         let holder = try RawConnection(port: test.port)
@@ -259,7 +259,7 @@ struct ServerSocketTests {
 
     /// A client that sends its head too slowly (slowloris) gets 408 and is closed.
     @Test func slowClientTimesOut() throws {
-        var configuration = HTTPServerConfiguration(address: ListenAddress(host: "127.0.0.1", port: 0))
+        var configuration = HTTPServerConfiguration(address: ListenAddress.loopback(port: 0))
         configuration.requestTimeout = 0.5
         let test = try TestServer(configuration)
         defer { test.server.shutdown() }
@@ -274,7 +274,7 @@ struct ServerSocketTests {
 
     /// An idle keep-alive connection is closed after the idle timeout.
     @Test func idleConnectionCloses() throws {
-        var configuration = HTTPServerConfiguration(address: ListenAddress(host: "127.0.0.1", port: 0))
+        var configuration = HTTPServerConfiguration(address: ListenAddress.loopback(port: 0))
         configuration.idleTimeout = 0.5
         let test = try TestServer(configuration)
         defer { test.server.shutdown() }
@@ -286,7 +286,7 @@ struct ServerSocketTests {
 
     /// A connection that never sends a byte is closed at the request timeout, long before the idle one.
     @Test func silentConnectionClosesAtRequestTimeout() throws {
-        var configuration = HTTPServerConfiguration(address: ListenAddress(host: "127.0.0.1", port: 0))
+        var configuration = HTTPServerConfiguration(address: ListenAddress.loopback(port: 0))
         configuration.requestTimeout = 0.5
         configuration.idleTimeout = 600
         let test = try TestServer(configuration)
@@ -299,7 +299,7 @@ struct ServerSocketTests {
     /// One address holds at most its share of connections; past it its new ones are closed at once,
     /// while other addresses are served, and a slot given back is taken again.
     @Test func connectionsPerAddressAreCapped() throws {
-        var configuration = HTTPServerConfiguration(address: ListenAddress(host: "127.0.0.1", port: 0))
+        var configuration = HTTPServerConfiguration(address: ListenAddress.loopback(port: 0))
         configuration.maxConnectionsPerAddress = 5
         let test = try TestServer(configuration)
         defer { test.server.shutdown() }
@@ -327,7 +327,7 @@ struct ServerSocketTests {
     /// A trusted proxy's forwarded client is the request's client; anyone else's header is ignored;
     /// the proxy may hold more connections than one address may.
     @Test func trustedProxyForwardsTheClient() throws {
-        var configuration = HTTPServerConfiguration(address: ListenAddress(host: "127.0.0.1", port: 0))
+        var configuration = HTTPServerConfiguration(address: ListenAddress.loopback(port: 0))
         configuration.maxConnectionsPerAddress = 2
         configuration.trustedProxies = TrustedProxies([IPv4Network(parsing: "127.0.0.5")].compactMap { $0 })
         let test = try TestServer(configuration)
@@ -348,7 +348,7 @@ struct ServerSocketTests {
 
     /// The total cap holds across addresses, and the server goes on serving once slots are free.
     @Test func connectionLimitRefusesAndRecovers() throws {
-        var configuration = HTTPServerConfiguration(address: ListenAddress(host: "127.0.0.1", port: 0))
+        var configuration = HTTPServerConfiguration(address: ListenAddress.loopback(port: 0))
         configuration.maxConnections = 16
         let test = try TestServer(configuration)
         defer { test.server.shutdown() }
@@ -394,7 +394,7 @@ struct ServerSocketTests {
     /// two loops (each with its own listener) a refusal says only that one of them began; the one
     /// holding the request could still answer before it did (seen once in CI).
     @Test func gracefulShutdown() throws {
-        var configuration = HTTPServerConfiguration(address: ListenAddress(host: "127.0.0.1", port: 0))
+        var configuration = HTTPServerConfiguration(address: ListenAddress.loopback(port: 0))
         configuration.eventLoops = 1
         let test = try TestServer(configuration)
         let connection = try RawConnection(port: test.port)
@@ -453,7 +453,7 @@ struct HandlerPoolTests {
             return HTTPResponse(status: together ? 200 : 504, body: [])
         }
         let server = try HTTPServer(
-            configuration: HTTPServerConfiguration(address: ListenAddress(host: "127.0.0.1", port: 0)), router: router)
+            configuration: HTTPServerConfiguration(address: ListenAddress.loopback(port: 0)), router: router)
         try server.start()
         defer { server.shutdown() }
         let connections = try (0..<32).map { _ in try RawConnection(port: server.boundAddress.port, timeout: 20) }
