@@ -8,8 +8,10 @@ public import Telemetry
 
 /// Where pushes go and with which credentials.
 public struct PusherConfiguration: Sendable {
-    public var developmentURL: String
-    public var productionURL: String
+    /// Where pushes to development (sandbox) tokens go: `https://host[:port]`.
+    public var developmentURL = "https://api.sandbox.push.apple.com"
+    /// Where pushes to production tokens go.
+    public var productionURL = "https://api.push.apple.com"
     /// Rows claimed per batch.
     public var batchSize = 500
     /// How long a claimed row belongs to this worker before another may take it.
@@ -21,15 +23,13 @@ public struct PusherConfiguration: Sendable {
     public var firstPause: TimeInterval = 30
     public var maximumPause: TimeInterval = 600
 
-    /// - Parameters:
-    ///   - developmentURL: default Apple's sandbox host; tests point both at their APNs simulator.
-    ///   - productionURL: default Apple's production host.
-    public init(
-        developmentURL: String = "https://api.sandbox.push.apple.com",
-        productionURL: String = "https://api.push.apple.com"
-    ) {
-        self.developmentURL = developmentURL
-        self.productionURL = productionURL
+    /// Apple's hosts.
+    public init() {}
+
+    /// Both environments at one host: an APNs simulator, a sink, a proxy.
+    public init(apnsURL: String) {
+        developmentURL = apnsURL
+        productionURL = apnsURL
     }
 }
 

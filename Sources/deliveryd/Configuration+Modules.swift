@@ -51,7 +51,9 @@ extension Configuration {
     }
 
     var pusher: PusherConfiguration {
-        var pusher = PusherConfiguration(developmentURL: apnsDevelopmentURL, productionURL: apnsProductionURL)
+        var pusher = PusherConfiguration()
+        pusher.developmentURL = apnsDevelopmentURL
+        pusher.productionURL = apnsProductionURL
         pusher.lease = Double(pushLeaseSeconds)
         pusher.projection = projection
         return pusher

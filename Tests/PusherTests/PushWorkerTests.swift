@@ -64,7 +64,7 @@ struct PushWorkerTests {
                 store: store, sender: try APNsClient(caFile: caFile),
                 tokens: ProviderTokenCache(
                     key: try P256SigningKey(pem: testKeyPEM), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
-                configuration: modified(PusherConfiguration(developmentURL: baseURL, productionURL: baseURL)) {
+                configuration: modified(PusherConfiguration(apnsURL: baseURL)) {
                     $0.lease = 2
                 },
                 owner: "slow-worker", logger: Logger(label: "test", minimumLevel: .error))
@@ -128,7 +128,7 @@ struct PushWorkerTests {
             store: store, sender: try APNsClient(caFile: simulator.caFile),
             tokens: ProviderTokenCache(
                 key: try P256SigningKey(pem: testKeyPEM), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
-            configuration: PusherConfiguration(developmentURL: simulator.baseURL, productionURL: simulator.baseURL)
+            configuration: PusherConfiguration(apnsURL: simulator.baseURL)
         )
 
         try set(.delivering)
@@ -174,7 +174,7 @@ extension PushWorkerTests {
                 store: store, sender: try APNsClient(caFile: simulator.caFile),
                 tokens: ProviderTokenCache(
                     key: try P256SigningKey(pem: testKeyPEM), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
-                configuration: PusherConfiguration(developmentURL: simulator.baseURL, productionURL: simulator.baseURL))
+                configuration: PusherConfiguration(apnsURL: simulator.baseURL))
         }
         func set(_ status: OrderStatus, in store: Database, at time: Date) throws {
             _ = try store.change(orderID: "o-1", now: time) { current throws(OrderError) in
@@ -278,7 +278,7 @@ struct CoalescingTests {
             store: store, sender: try APNsClient(caFile: simulator.caFile),
             tokens: ProviderTokenCache(
                 key: try P256SigningKey(pem: testKeyPEM), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
-            configuration: PusherConfiguration(developmentURL: simulator.baseURL, productionURL: simulator.baseURL)
+            configuration: PusherConfiguration(apnsURL: simulator.baseURL)
         )
         #expect(try await worker.runOnce(now: Date()) == 1)
         let records = try simulator.records()
@@ -321,7 +321,7 @@ struct RetryUnderLoadTests {
             tokens: ProviderTokenCache(
                 key: try P256SigningKey(pem: testKeyPEM), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
             configuration: modified(
-                PusherConfiguration(developmentURL: simulator.baseURL, productionURL: simulator.baseURL)
+                PusherConfiguration(apnsURL: simulator.baseURL)
             ) {
                 $0.batchSize = 1000
                 $0.retryPolicy = RetryPolicy(baseDelay: 0.02, maximumDelay: 0.2)
@@ -398,7 +398,7 @@ struct EnvironmentPauseTests {
             store: store, sender: try APNsClient(caFile: simulator.caFile),
             tokens: ProviderTokenCache(
                 key: try P256SigningKey(pem: testKeyPEM), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
-            configuration: PusherConfiguration(developmentURL: simulator.baseURL, productionURL: simulator.baseURL),
+            configuration: PusherConfiguration(apnsURL: simulator.baseURL),
             metrics: PushMetrics(registry: registry), logger: Logger(label: "test", minimumLevel: .error)
         )
         func change(_ status: OrderStatus, at time: Date) throws {
@@ -460,7 +460,7 @@ struct SeveralAppsTests {
                 "com.whitelabel.app": ProviderTokenCache(
                     key: try P256SigningKey(pem: secondTestKeyPEM), keyID: "WHITE12345", teamID: "WHITETEAM1")
             ],
-            configuration: PusherConfiguration(developmentURL: simulator.baseURL, productionURL: simulator.baseURL),
+            configuration: PusherConfiguration(apnsURL: simulator.baseURL),
             logger: Logger(label: "test", minimumLevel: .error)
         )
         #expect(try await worker.runOnce(now: now) == 2)
@@ -494,7 +494,7 @@ struct ConnectionDropTests {
             tokens: ProviderTokenCache(
                 key: try P256SigningKey(pem: testKeyPEM), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
             configuration: modified(
-                PusherConfiguration(developmentURL: simulator.baseURL, productionURL: simulator.baseURL)
+                PusherConfiguration(apnsURL: simulator.baseURL)
             ) {
                 $0.batchSize = 500
                 $0.retryPolicy = RetryPolicy(baseDelay: 0.05, maximumDelay: 0.5)
@@ -552,7 +552,7 @@ struct TwoWorkersTests {
                 }
                 let worker = PushWorker(
                     store: store, sender: client, tokens: tokens,
-                    configuration: modified(PusherConfiguration(developmentURL: baseURL, productionURL: baseURL)) {
+                    configuration: modified(PusherConfiguration(apnsURL: baseURL)) {
                         $0.batchSize = 200
                     },
                     owner: "worker-\(index)", logger: Logger(label: "test", minimumLevel: .error), pauses: pauses)
@@ -610,7 +610,7 @@ struct BadDeviceTokenTests {
             store: store, sender: try APNsClient(caFile: simulator.caFile),
             tokens: ProviderTokenCache(
                 key: try P256SigningKey(pem: testKeyPEM), keyID: "ABC123DEFG", teamID: "DEF123GHIJ"),
-            configuration: PusherConfiguration(developmentURL: simulator.baseURL, productionURL: simulator.baseURL),
+            configuration: PusherConfiguration(apnsURL: simulator.baseURL),
             metrics: PushMetrics(registry: MetricsRegistry()), logger: Logger(label: "test", minimumLevel: .error),
             pauses: pauses)
         return Setup(store: store, simulator: simulator, worker: worker, pauses: pauses, directory: directory)

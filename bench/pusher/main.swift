@@ -55,7 +55,7 @@ let key = try P256SigningKey(pem: keyPEM)
 let caFile = arguments[3]
 let batchSize = Int(ProcessInfo.processInfo.environment["BATCH"] ?? "") ?? PusherConfiguration().batchSize
 let configuration = {
-    var configuration = PusherConfiguration(developmentURL: sinkURL, productionURL: sinkURL)
+    var configuration = PusherConfiguration(apnsURL: sinkURL)
     configuration.batchSize = batchSize
     return configuration
 }()
