@@ -7,11 +7,7 @@ extension SQLStore {
         try writeSQL { connection in
             try connection.cached(
                 "INSERT INTO api_keys (\(StoreSQL.apiKeyColumns)) VALUES (?, ?, ?, ?, ?, ?, NULL)"
-            ).run([
-                .text(key.id), .text(key.keyHash), .text(key.role.rawValue),
-                key.merchantID.map(DatabaseValue.text) ?? .null, key.riderID.map(DatabaseValue.text) ?? .null,
-                .integer(key.createdAt.storageMilliseconds),
-            ])
+            ).run(StoreSQL.insertValues(of: key))
         }
     }
 
@@ -27,11 +23,7 @@ extension SQLStore {
                     merchant_id = excluded.merchant_id, rider_id = excluded.rider_id,
                     revoked_at = CASE WHEN api_keys.key_hash = excluded.key_hash THEN api_keys.revoked_at END
                 """
-            ).run([
-                .text(key.id), .text(key.keyHash), .text(key.role.rawValue),
-                key.merchantID.map(DatabaseValue.text) ?? .null, key.riderID.map(DatabaseValue.text) ?? .null,
-                .integer(key.createdAt.storageMilliseconds),
-            ])
+            ).run(StoreSQL.insertValues(of: key))
         }
     }
 
@@ -88,6 +80,15 @@ extension SQLStore {
 
 extension StoreSQL {
     fileprivate static let apiKeyColumns = "id, key_hash, role, merchant_id, rider_id, created_at, revoked_at"
+
+    /// The values of `apiKeyColumns` but the last, for an `INSERT` of a live key.
+    fileprivate static func insertValues(of key: APIKeyRecord) -> [DatabaseValue] {
+        [
+            .text(key.id), .text(key.keyHash), .text(key.role.rawValue),
+            key.merchantID.map(DatabaseValue.text) ?? .null, key.riderID.map(DatabaseValue.text) ?? .null,
+            .integer(key.createdAt.storageMilliseconds),
+        ]
+    }
 
     fileprivate static func decodeAPIKey(_ row: any DatabaseRow) throws -> APIKeyRecord {
         APIKeyRecord(
