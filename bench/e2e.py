@@ -430,7 +430,11 @@ class DeliverydOnPostgres(Deliveryd):
         return {"server": self.process.pid, "postgres": self.postgres.postmaster_pid()}
 
     def before_load(self):
-        """The statements' figures are the load's alone, not the setup's."""
+        """The tables' statistics as a running service has them, as pgbench's set-up does: the orders
+        were loaded seconds ago, before autovacuum's first round, and statements prepared while the
+        tables were empty would otherwise keep their plans for empty tables (sequential scans of every
+        row where a primary key finds one). The statements' figures are the load's alone."""
+        self.postgres.psql("deliveryd", "ANALYZE")
         self.postgres.psql("deliveryd", "SELECT pg_stat_statements_reset()")
 
 

@@ -57,6 +57,10 @@ package enum SQLiteToPostgres {
             try target.query(
                 "SELECT setval('webhook_event_seq', max(seq)) FROM webhook_events HAVING max(seq) IS NOT NULL")
             try target.execute("COMMIT")
+            // The copy's statistics now, not at autovacuum's next round: until then the nodes would
+            // plan for empty tables and keep those plans (a sequential scan of every copied row
+            // where a primary key finds one).
+            try target.execute("ANALYZE")
             return copied
         } catch {
             if target.isOpen { try? target.execute("ROLLBACK") }

@@ -46,6 +46,9 @@ struct SQLiteToPostgresTests {
         let copied = try SQLiteToPostgres.copy(dataDirectory: directory.path, to: url)
         #expect(copied.first { $0.table == "orders" }?.rows == 3)
         #expect(copied.first { $0.table == "outbox" }?.rows ?? 0 > 3, "\(copied)")
+        let statistics = try PostgresConnection.connect(url: url).query(
+            "SELECT reltuples FROM pg_class WHERE relname = 'orders' AND relkind = 'r'")
+        #expect(try statistics.first?.double("reltuples") == 3, "the copy is analyzed at once")
         let postgres = try PostgresStore.open(url: url)
         #expect(try Self.readings(of: postgres) == Self.readings(of: sqlite))
 
