@@ -43,7 +43,7 @@ struct FieldReader {
     }
 
     /// The field `key` of `object` as `extract` reads it: `nil` when absent, and an issue (`must be …`)
-    /// when present with another type.
+    /// when present with another type, named `path` (default `key`) under the object being read.
     private mutating func field<T>(
         _ object: [String: JSONValue], _ key: String, path: String?, mustBe type: String,
         _ extract: (JSONValue) -> T?

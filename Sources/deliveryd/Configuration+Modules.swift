@@ -73,10 +73,14 @@ extension Configuration {
         return webhooks
     }
 
-    /// The apps with an APNs key of their own; `nil` without any key (the log sender takes every app).
-    var knownBundleIDs: Set<String>? {
-        apnsKeyFile == nil && apnsApps.isEmpty ? nil : Set([apnsTopic].compactMap { $0 } + apnsApps.map(\.bundleID))
-    }
+    /// Whether pushes go to APNs: an app key is configured; without one the log sender records them.
+    var usesAPNs: Bool { apnsKeyFile != nil || !apnsApps.isEmpty }
+
+    /// The apps pushes go to APNs for: the main app's topic, then the further apps'.
+    var apnsBundleIDs: [String] { [apnsTopic].compactMap { $0 } + apnsApps.map(\.bundleID) }
+
+    /// The apps a registration may name; `nil` without APNs (the log sender takes every app).
+    var knownBundleIDs: Set<String>? { usesAPNs ? Set(apnsBundleIDs) : nil }
 
     /// - Parameters:
     ///   - databaseHealth: the PostgreSQL pool's state; `nil` on SQLite.

@@ -271,9 +271,6 @@ if let account = fcmTokens?.account {
             "url.full": .string(configuration.fcmURL),
         ])
 }
-/// Whether pushes go to APNs: an app key is configured; without one the log sender records them.
-let usesAPNs = configuration.apnsKeyFile != nil || !configuration.apnsApps.isEmpty
-let apnsApps = [configuration.apnsTopic].compactMap { $0 } + configuration.apnsApps.map(\.bundleID)
 /// The PostgreSQL pool's state, for `/readyz` and the metrics.
 let databaseHealth = postgres.map { store in { @Sendable in store.health } }
 let service = DeliveryService(
@@ -288,9 +285,11 @@ let service = DeliveryService(
             let pause = fcmProjectPauses.paused(now: now).first { $0.project == project }
             return PushSendingStatus.Android(project: project, pausedUntil: pause?.until, reason: pause?.reason)
         }
-        guard usesAPNs else { return PushSendingStatus(sender: .log, apps: [], environments: [], android: android) }
+        guard configuration.usesAPNs else {
+            return PushSendingStatus(sender: .log, apps: [], environments: [], android: android)
+        }
         return PushSendingStatus(
-            sender: .apns, apps: apnsApps,
+            sender: .apns, apps: configuration.apnsBundleIDs,
             environments: environmentPauses.statuses(now: now).map {
                 PushSendingStatus.Environment(
                     environment: $0.environment, pausedUntil: $0.pausedUntil, reason: $0.reason,
@@ -399,7 +398,7 @@ do {
     logger.error("apns.key_unusable", ["error": .string("\(error)")])
     exit(1)
 }
-if usesAPNs {
+if configuration.usesAPNs {
     logger.info(
         "pusher.started",
         [
@@ -427,7 +426,7 @@ let appTokens = Dictionary(
 /// The push workers drain the outbox side by side, each with its own connections and leases (the
 /// claim never gives two workers rows of one activity); a crash or stop mid-batch loses nothing.
 let pusher = PushService(workers: configuration.pushWorkers, signal: outboxSignal, logger: logger) { index in
-    let sender: any PushSender = usesAPNs ? try APNsClient(caFile: configuration.apnsCAFile) : LogSender()
+    let sender: any PushSender = configuration.usesAPNs ? try APNsClient(caFile: configuration.apnsCAFile) : LogSender()
     let fcm = try fcmTokens.map { tokens in
         FCMRoute(baseURL: configuration.fcmURL, sender: try FCMClient(caFile: configuration.fcmCAFile), tokens: tokens)
     }
