@@ -96,8 +96,7 @@ package final class APNsSimulator {
             if !process.isRunning { throw SimulatorError("\(name) exited at start (port \(port) taken?)") }
             usleep(50_000)
         }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        TestPeers.kill(process)
         throw SimulatorError("\(name) did not start listening on \(port)")
     }
 

@@ -158,6 +158,14 @@ package final class PostgresServer: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else of the test process is inherited: the server `pg_ctl` starts outlives this
+        // call, and a descriptor it kept (a `Process`'s exit-watch socket of a peer started by a
+        // test beside this one) would hide that peer's exit from `Process` for good. (A descriptor
+        // closed meanwhile is no error: glibc's spawn ignores closing one that is not open.)
+        let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        for fd in open.compactMap({ Int32($0) }) where fd > 2 {
+            posix_spawn_file_actions_addclose(&actions, fd)
+        }
         var pid: pid_t = 0
         let cArguments = argv.map { strdup($0) } + [nil]
         defer { for argument in cArguments { free(argument) } }

@@ -54,10 +54,16 @@ package enum TestPeers {
 
     /// Kills a peer at once: a graceful stop would wait for a client's idle connection, which a
     /// long-lived client rightly keeps open.
+    ///
+    /// The child is reaped here with `waitpid`, not with `Process.waitUntilExit`: on Linux that was
+    /// seen to spin for ten minutes on a simulator that had died (a zombie whose exit `Process` never
+    /// noticed), with other tests' children exiting around it. Whichever of the two reaps it first,
+    /// this returns once the child is gone.
     package static func kill(_ process: Process) {
-        if process.isRunning {
-            Glibc.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        guard process.isRunning else { return }
+        let pid = process.processIdentifier
+        Glibc.kill(pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
     }
 }
