@@ -73,13 +73,21 @@ package struct SQLDialect: Sendable {
     /// can still commit. SQLite commits in order and needs none; on PostgreSQL, the events of
     /// transactions older than every transaction still running.
     package let settledWebhookEvents: String
+    /// Ends a `NOT EXISTS` subquery that must run once per outer row, as an index lookup by that
+    /// row's values. PostgreSQL would otherwise make it a join, and with the statistics of a queue
+    /// table taken while it was empty (its open rows "one row"), the join read the whole index of
+    /// open rows for every candidate: a claim of 27 rows took 9 ms instead of 1. `OFFSET 0` keeps it
+    /// a subquery; SQLite runs such subqueries per row anyway.
+    package let perRowSubquery: String
 
     package static let sqlite = SQLDialect(
-        lockingRows: "", skippingLockedRows: "", lockingKey: nil, placesWebhookEvents: false, settledWebhookEvents: "")
+        lockingRows: "", skippingLockedRows: "", lockingKey: nil, placesWebhookEvents: false, settledWebhookEvents: "",
+        perRowSubquery: "")
     package static let postgres = SQLDialect(
         lockingRows: " FOR UPDATE", skippingLockedRows: " FOR UPDATE SKIP LOCKED",
         lockingKey: "SELECT pg_advisory_xact_lock(hashtextextended(?, 0)) AS locked", placesWebhookEvents: true,
-        settledWebhookEvents: " AND ev.txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
+        settledWebhookEvents: " AND ev.txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint",
+        perRowSubquery: " OFFSET 0")
 }
 
 extension SQLStatement {

@@ -50,7 +50,7 @@ extension SQLStore {
                           WHERE busy.order_id = candidate.order_id AND busy.kind = candidate.kind
                             AND busy.target_id = candidate.target_id AND busy.state IN ('pending', 'sending')
                             AND ((busy.state = 'sending' AND +busy.lease_until > ?)
-                                OR (busy.state = 'pending' AND busy.id > candidate.id)))
+                                OR (busy.state = 'pending' AND busy.id > candidate.id))\(connection.dialect.perRowSubquery))
                     ORDER BY due_at, id LIMIT ?\(connection.dialect.skippingLockedRows))
                 RETURNING id, order_id, event_id, kind, target_id, attempts, due_at, created_at, request_id
                 """
