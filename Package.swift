@@ -98,7 +98,8 @@ let package = Package(
         // Webhooks out: signing (Standard Webhooks), the address policy, and the dispatcher that
         // drains their outbox through libcurl, apart from the pusher.
         .target(
-            name: "Webhooks", dependencies: ["Storage", "Cryptography", "Telemetry", "Lifecycle", "CCurl"],
+            name: "Webhooks",
+            dependencies: ["Storage", "Cryptography", "Telemetry", "Lifecycle", "CCurl", "CLinuxShim"],
             swiftSettings: strictSettings
         ),
         .target(

@@ -65,6 +65,13 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+def machine_cpu_seconds():
+    """All cores' time since boot and the part of it idle (or waiting for I/O), from /proc/stat."""
+    with open("/proc/stat") as stat:
+        fields = [int(field) for field in stat.readline().split()[1:]]
+    return sum(fields[:8]) / TICKS, (fields[3] + fields[4]) / TICKS
+
+
 def tree_cpu_seconds(pid):
     """CPU seconds of a process, its children that ended, and its live children: a PostgreSQL server's
     backends, nginx's worker."""
@@ -209,9 +216,12 @@ class Simulator:
 class WebhookSink:
     """nginx answering every webhook POST with 204, as a merchant's fast receiver would."""
 
-    def __init__(self, work):
+    def __init__(self, work, tls=False):
         self.port = free_port()
+        self.tls = tls
         directory = os.path.join(work, f"nginx-{self.port}")
+        listen = (f"listen 127.0.0.1:{self.port} ssl http2;\n        ssl_certificate {work}/server.pem;\n"
+                  f"        ssl_certificate_key {work}/server.key;") if tls else f"listen 127.0.0.1:{self.port};"
         os.makedirs(directory, exist_ok=True)
         with open(os.path.join(directory, "nginx.conf"), "w") as file:
             file.write(f"""daemon off;
@@ -223,7 +233,7 @@ http {{
     access_log off;
     client_body_temp_path {directory};
     server {{
-        listen 127.0.0.1:{self.port};
+        {listen}
         location / {{ return 204; }}
     }}
 }}
@@ -234,7 +244,7 @@ http {{
 
     @property
     def url(self):
-        return f"http://127.0.0.1:{self.port}/deliveryd-events"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}/deliveryd-events"
 
 
 class Deliveryd:
@@ -269,8 +279,11 @@ class Deliveryd:
 
     def watched(self):
         """The processes whose CPU the run reports: the server's own ("server", or "node-N") and the
-        ones it relies on beside it (`postgres`, `balancer`)."""
-        return {"server": self.process.pid}
+        ones it relies on beside it (`postgres`, `balancer`, the webhook `receiver`)."""
+        processes = {"server": self.process.pid}
+        if getattr(self, "webhook_receiver", None):
+            processes["receiver"] = self.webhook_receiver.process.pid
+        return processes
 
     def sender_arguments(self):
         """APNs at the sink; with `log_sender`, no key: deliveryd's log sender records every push."""
@@ -747,6 +760,7 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
         since_ms = int(time.time() * 1000)
         watched = server.watched()
         cpu_before = {name: tree_cpu_seconds(pid) for name, pid in watched.items()}
+        machine_before = machine_cpu_seconds()
         writer_before = writer_figures(server)
         started = time.time()
         posters = wrk("status.lua", server.port, connections, 2, DURATION,
@@ -755,6 +769,7 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
             if pollers else None
         status = wrk_result(posters)
         poll = wrk_result(polls) if polls else None
+        machine_after = machine_cpu_seconds()
         writer_after = writer_figures(server)
         # What the load left to send: a webhook backlog is drained after it, its CPU counted.
         backlog_at_end = None
@@ -799,6 +814,9 @@ def measure(server, connections=CONNECTIONS, pollers=POLLERS, idle=0, preloaded=
         "drained_after_s": round(drained_after, 1),
         "cpu_s_per_1000_changes": round(1000 * cpu / max(1, changes), 3), "rss_mb": round(rss, 1),
         "connections": connections + pollers + idle,
+        # The share of the machine's cores left idle during the load: near 0 when it is CPU-bound.
+        "machine_idle": round(
+            (machine_after[1] - machine_before[1]) / max(1e-9, machine_after[0] - machine_before[0]), 3),
     }
     for name, seconds in cpu_by_process.items():
         if name != "server":
@@ -896,20 +914,23 @@ def main():
             results["connections"] = measure(
                 Deliveryd(binary, work, sink.url), connections=100, pollers=0, idle=10_000 - 100)
         if "webhooks" in RUNS:
-            receiver = WebhookSink(work)
+            receiver = WebhookSink(work, tls=os.environ.get("WEBHOOK_TLS") == "1")
             try:
                 for round_ in range(ROUNDS):
                     # Alternated, and each round in the other order, so both sides see the same machine.
                     for with_webhooks in ((False, True) if round_ % 2 == 0 else (True, False)):
                         server = Deliveryd(binary, work, sink.url)
                         server.access_log = []
-                        server.extra = ["--webhook-urls", "local"]
+                        server.extra = ["--webhook-urls", "local", "--webhook-ca-file", f"{work}/ca.pem"]
                         if with_webhooks:
                             server.webhook_url = receiver.url
+                            server.webhook_receiver = receiver
                         name = f"webhooks_{'on' if with_webhooks else 'off'}_{round_ + 1}"
                         results[name] = measure(server)
                         print(f"{name}: changes_per_s={results[name]['changes_per_s']} "
                               f"cpu_s_per_1000_changes={results[name]['cpu_s_per_1000_changes']} "
+                              f"receiver_cpu_s_per_1000_changes={results[name].get('receiver_cpu_s_per_1000_changes')} "
+                              f"machine_idle={results[name]['machine_idle']} "
                               f"webhooks_delivered={results[name].get('webhooks_delivered')} "
                               f"backlog_at_end_of_load={results[name].get('backlog_at_end_of_load')} "
                               f"drained_after_s={results[name].get('drained_after_s')}", flush=True)

@@ -57,6 +57,21 @@ static inline CURLMcode ccurl_multi_setopt_long(CURLM *multi, CURLMoption option
     return curl_multi_setopt(multi, option, value);
 }
 
+/// Sets a multi-handle option whose value is a pointer (callback user data).
+static inline CURLMcode ccurl_multi_setopt_pointer(CURLM *multi, CURLMoption option, void *value) {
+    return curl_multi_setopt(multi, option, value);
+}
+
+/// Sets the callback through which libcurl says which sockets to watch (`curl_multi_socket_action`).
+static inline CURLMcode ccurl_multi_setopt_socket_function(CURLM *multi, curl_socket_callback callback) {
+    return curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, callback);
+}
+
+/// Sets the callback through which libcurl asks to be called back after a timeout.
+static inline CURLMcode ccurl_multi_setopt_timer_function(CURLM *multi, curl_multi_timer_callback callback) {
+    return curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, callback);
+}
+
 /// CURLVERSION_NOW is an alias macro Swift does not import.
 static inline curl_version_info_data *ccurl_version_info_now(void) {
     return curl_version_info(CURLVERSION_NOW);

@@ -324,7 +324,7 @@ struct HeldDeliveries {
     let maximumInFlight: Int
     private(set) var inFlight: [Int64: Held] = [:]
     private var inFlightByEndpoint: [String: Int] = [:]
-    private var queued: [String: [Held]] = [:]
+    private var queued: [String: FIFO<Held>] = [:]
     private var queuedCount = 0
     private var nextTag: Int64 = 1
     private(set) var streams: [String: Stream] = [:]
@@ -382,7 +382,7 @@ struct HeldDeliveries {
             if let position = delivery.position {
                 streams[delivery.endpointID]?.held.append((position, false))
             }
-            queued[delivery.endpointID, default: []].append(Held(tag: nextTag, delivery: delivery, queuedAt: now))
+            queued[delivery.endpointID, default: FIFO()].append(Held(tag: nextTag, delivery: delivery, queuedAt: now))
             nextTag += 1
             queuedCount += 1
         }
@@ -394,9 +394,9 @@ struct HeldDeliveries {
     mutating func nextToStart() -> Held? {
         guard inFlight.count < maximumInFlight,
             let endpointID = queued.keys.first(where: { inFlightByEndpoint[$0, default: 0] < perEndpoint }),
-            let first = queued[endpointID]?.first
+            let first = queued[endpointID]?.popFirst()
         else { return nil }
-        if queued[endpointID]?.count == 1 { queued[endpointID] = nil } else { queued[endpointID]?.removeFirst() }
+        if queued[endpointID]?.isEmpty == true { queued[endpointID] = nil }
         queuedCount -= 1
         return first
     }
@@ -422,7 +422,7 @@ struct HeldDeliveries {
     /// Lets go of an endpoint's queued deliveries: rows' leases run out and they are claimed again;
     /// a stream is read again after what is still in flight.
     mutating func dropQueued(endpointID: String) {
-        let dropped = queued.removeValue(forKey: endpointID) ?? []
+        let dropped = queued.removeValue(forKey: endpointID)?.elements ?? []
         queuedCount -= dropped.count
         guard var stream = streams[endpointID] else { return }
         let droppedPositions = Set(dropped.compactMap(\.delivery.position))
@@ -454,6 +454,35 @@ struct HeldDeliveries {
         }
         if stream.held.isEmpty { stream.finishedThrough = stream.readThrough }
         streams[endpointID] = stream
+    }
+}
+
+/// A first-in, first-out queue whose `popFirst` moves nothing: `Array.removeFirst` moved the rest
+/// of an endpoint's queue (up to 256 deliveries) for every attempt started.
+struct FIFO<Element> {
+    private var items: [Element] = []
+    private var head = 0
+
+    var isEmpty: Bool { head == items.count }
+    var count: Int { items.count - head }
+    var elements: ArraySlice<Element> { items[head...] }
+
+    mutating func append(_ element: Element) { items.append(element) }
+
+    mutating func popFirst() -> Element? {
+        guard head < items.count else { return nil }
+        let first = items[head]
+        head += 1
+        if head == items.count {
+            items.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 32, head * 2 >= items.count {
+            // What was taken is dropped once it is half the storage: moving the rest then costs
+            // at most as many moves as the pops it follows.
+            items.removeFirst(head)
+            head = 0
+        }
+        return first
     }
 }
 

@@ -11,11 +11,19 @@ package final class WebhookReceiver {
     package private(set) var port: UInt16 = 0
     private var process = Process()
 
-    package var url: String { "http://127.0.0.1:\(port)/hooks" }
+    package let isTLS: Bool
 
-    package init() throws {
+    package var url: String { "\(isTLS ? "https" : "http")://127.0.0.1:\(port)/hooks" }
+    /// The CA that signed an HTTPS receiver's certificate.
+    package var caFile: String { directory + "/ca.pem" }
+
+    /// - Parameter tls: HTTPS with a certificate of its own CA (`caFile`), offering HTTP/2 and
+    ///   HTTP/1.1 as most receivers do (it speaks only HTTP/1.1; each record says which was agreed).
+    package init(tls: Bool = false) throws {
         directory = NSTemporaryDirectory() + "webhook-receiver-" + UUID().uuidString
+        isTLS = tls
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        if tls { try TestPeers.makeServerCertificate(in: directory) }
         try control([:])
         try trust([])
         let directory = directory
@@ -25,7 +33,7 @@ package final class WebhookReceiver {
             [
                 "--port", String(port), "--record", directory + "/record.jsonl", "--control",
                 directory + "/control.json", "--secrets", directory + "/secrets.json",
-            ]
+            ] + (tls ? ["--tls-directory", directory] : [])
         }
     }
 
@@ -36,7 +44,8 @@ package final class WebhookReceiver {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// How the next requests are answered: `status`, `retry_after`, `hang_seconds`, `location`.
+    /// How the next requests are answered: `status`, `retry_after`, `hang_seconds`, `location`,
+    /// `headers` (more response headers).
     package func control(_ answer: [String: Any]) throws {
         try JSONSerialization.data(withJSONObject: answer).write(to: URL(fileURLWithPath: directory + "/control.json"))
     }
@@ -46,7 +55,8 @@ package final class WebhookReceiver {
         try JSONSerialization.data(withJSONObject: secrets).write(to: URL(fileURLWithPath: directory + "/secrets.json"))
     }
 
-    /// Every request received, in order: `headers`, `body`, `verified`, `verified_with`, `status`.
+    /// Every request received, in order: `headers`, `body`, `verified`, `verified_with`, `status`,
+    /// `alpn` (HTTPS: the protocol agreed).
     package func records() -> [[String: Any]] {
         guard let text = try? String(contentsOfFile: directory + "/record.jsonl", encoding: .utf8) else { return [] }
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false)

@@ -65,4 +65,24 @@ struct HeldDeliveriesTests {
         _ = held.finish(tag: tags[2]!)
         #expect(held.streamProgress["ep-1"]?.finishedThrough == Self.position(2))
     }
+
+    /// An endpoint's queue gives its deliveries back in the order they came, across the points
+    /// where it drops what was taken.
+    @Test func theQueueKeepsItsOrder() {
+        var queue = FIFO<Int>()
+        var taken: [Int] = []
+        var next = 0
+        for round in 0..<50 {
+            for _ in 0..<(round % 7 + 3) {
+                queue.append(next)
+                next += 1
+            }
+            for _ in 0..<(round % 5 + 1) { if let first = queue.popFirst() { taken.append(first) } }
+            #expect(queue.count == next - taken.count)
+            #expect(Array(queue.elements) == Array(taken.count..<next))
+        }
+        while let first = queue.popFirst() { taken.append(first) }
+        #expect(taken == Array(0..<next))
+        #expect(queue.isEmpty)
+    }
 }

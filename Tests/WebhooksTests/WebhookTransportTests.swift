@@ -67,4 +67,55 @@ struct WebhookTransportTests {
         let ids = receiver.records().compactMap { WebhookDeliveryTests.headers($0)["webhook-id"] }
         #expect(ids.sorted { Int($0)! < Int($1)! } == (0..<16).map(String.init))
     }
+
+    /// A receiver that never answers: libcurl's timer ends that attempt at its deadline, while one to
+    /// another receiver beside it is answered as usual.
+    @Test func anAttemptWithNoAnswerEndsAtItsTimeout() throws {
+        let hanging = try WebhookReceiver()
+        defer { hanging.stop() }
+        try hanging.control(["hang_seconds": 120])
+        let fast = try WebhookReceiver()
+        try fast.control(["status": 204])
+        let transport = try WebhookTransport(
+            policy: WebhookURLPolicy(allowsHTTP: true, allowsPrivateNetworks: true), timeoutMilliseconds: 500,
+            caFile: nil, idleLimit: 4)
+        try transport.start(tag: 1, url: hanging.url, headers: [], body: Array("{}".utf8))
+        try transport.start(tag: 2, url: fast.url, headers: [], body: Array("{}".utf8))
+        let answers = Self.answers(2, from: transport)
+        #expect(answers[2]?.status == 204)
+        let timedOut = try #require(answers[1])
+        #expect(timedOut.status == nil)
+        #expect(timedOut.error?.contains("Timeout") == true, "\(timedOut)")
+        #expect(timedOut.durationMilliseconds >= 500)
+    }
+
+    /// `Retry-After` is found whatever the case of its name, and no other header is taken for it.
+    @Test func retryAfterIsReadWhateverItsCase() throws {
+        let receiver = try WebhookReceiver()
+        let transport = try WebhookTransport(
+            policy: WebhookURLPolicy(allowsHTTP: true, allowsPrivateNetworks: true), timeoutMilliseconds: 10_000,
+            caFile: nil, idleLimit: 1)
+        try receiver.control(["status": 503, "headers": ["rEtRy-AfTeR": "12", "X-Retry-After": "99"]])
+        try transport.start(tag: 1, url: receiver.url, headers: [], body: Array("{}".utf8))
+        let answer = Self.answers(1, from: transport)[1]
+        #expect(answer?.status == 503)
+        #expect(answer?.retryAfterSeconds == 12)
+    }
+
+    /// A receiver that offers HTTP/2 is spoken to in HTTP/1.1: this libcurl's HTTP/2 failed about one
+    /// attempt in eight to nginx under load, each then waiting for its retry.
+    @Test func httpsReceiversOfferingHTTP2GetHTTP1() throws {
+        let receiver = try WebhookReceiver(tls: true)
+        try receiver.control(["status": 204])
+        let transport = try WebhookTransport(
+            policy: WebhookURLPolicy(allowsHTTP: false, allowsPrivateNetworks: true), timeoutMilliseconds: 10_000,
+            caFile: receiver.caFile, idleLimit: 4)
+        for tag in 0..<4 {
+            try transport.start(tag: Int64(tag), url: receiver.url, headers: [], body: Array("{}".utf8))
+        }
+        let answers = Self.answers(4, from: transport)
+        #expect(answers.count == 4)
+        #expect(answers.values.allSatisfy { $0.status == 204 }, "\(answers)")
+        #expect(receiver.records().map { $0["alpn"] as? String } == Array(repeating: "http/1.1", count: 4))
+    }
 }
