@@ -18,8 +18,9 @@ Prints a table and ends with one line:
     postgres_ratio=R postgres_peer_ratio=R postgres_p99_ms=X two_nodes_changes_per_s=N two_nodes_ratio=R
     two_nodes_p99_ms=X scale_ratio=S conn_rss_mb=M slow_apns_p99_ratio=Q
 The webhooks run alternates deliveryd without and with a webhook endpoint for the merchant,
-subscribed to every event, posting to nginx on loopback (answering 204), ROUNDS times each, with
-deliveryd's defaults (access log on); it reports the medians and
+subscribed to every event, posting to nginx on loopback (answering 204; with WEBHOOK_TLS=1 over TLS,
+HTTP/2 offered), ROUNDS times each, with deliveryd's defaults (access log on); each run reports the
+receiver's CPU per change and the machine's idle share during the load; it reports the medians and
     webhooks_off_changes_per_s=N webhooks_on_changes_per_s=N webhooks_ratio=R webhooks_delivered=N
 The android run alternates orders with one iPhone each and orders with an iPhone and an Android phone
 each (FCM's HTTP v1 API at the same nghttpd sink, with the OAuth 2 token endpoint there too), ROUNDS
