@@ -72,6 +72,10 @@ final class WebhookTransport {
     }
 
     deinit {
+        // libcurl calls back while handles are removed and the multi handle cleaned up: not into an
+        // object that is going away.
+        _ = ccurl_multi_setopt_socket_function(multi, nil)
+        _ = ccurl_multi_setopt_timer_function(multi, nil)
         for (handle, _) in running { curl_multi_remove_handle(multi, handle) }
         running.removeAll()
         idle.removeAll()
