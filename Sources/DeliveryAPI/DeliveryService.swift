@@ -155,9 +155,10 @@ public struct DeliveryService: Sendable {
 
         route(&router, "POST", "/v1/orders", writing: createOrder)
         route(&router, "GET", "/v1/orders/{id}", showOrder)
-        route(&router, "POST", "/v1/orders/{id}/status", writing: changeStatus)
-        route(&router, "PATCH", "/v1/orders/{id}/eta", writing: changeEstimatedArrival)
-        route(&router, "PUT", "/v1/orders/{id}/rider", writing: assignRider)
+        // What merchants and riders post all day: started on the event loop when the key is cached.
+        route(&router, "POST", "/v1/orders/{id}/status", startsFromMemory: true, writing: changeStatus)
+        route(&router, "PATCH", "/v1/orders/{id}/eta", startsFromMemory: true, writing: changeEstimatedArrival)
+        route(&router, "PUT", "/v1/orders/{id}/rider", startsFromMemory: true, writing: assignRider)
         route(&router, "GET", "/v1/orders/{id}/live-activity", showLiveActivity)
         route(&router, "POST", "/v1/orders/{id}/live-activity/start", writing: startLiveActivity)
         route(&router, "POST", "/v1/orders/{id}/position", postOrderPosition)
@@ -240,30 +241,64 @@ public struct DeliveryService: Sendable {
     /// Concurrency: the handler thread reads, checks and authorizes the request and queues its
     /// transaction; it does not wait for the commit. The commit's completion (on the store's thread)
     /// answers, and the answer goes back to the connection's event loop.
+    /// A write's route. With `startsFromMemory`, its start runs on the event loop whenever it needs
+    /// only memory before the transaction: the caller's API key cached and no `Idempotency-Key` (a
+    /// replay is read from the store), which is how merchants and riders post status changes. Only
+    /// for handlers that read nothing before their transaction, since the loop must not block.
     private func route(
-        _ router: inout Router, _ method: String, _ pattern: String,
+        _ router: inout Router, _ method: String, _ pattern: String, startsFromMemory: Bool = false,
         writing handler: @escaping @Sendable (Call) throws -> TransactionStep
     ) {
         let service = self
-        router.add(method, pattern) { (request: HTTPRequest, responder: Responder) in
-            let answer: @Sendable (HTTPResponse) -> Void = { responder.respond(Self.withCachePolicy($0)) }
+        let start: Router.DeferredHandler = { request, responder in
+            let now = service.clock()
+            let caller: Caller
             do {
-                let now = service.clock()
-                let call = Call(request: request, caller: try service.authenticate(request, now: now), now: now)
-                try service.idempotency.perform(request, scope: call.caller.idempotencyScope, now: now) {
-                    try handler(call)
-                } completion: { result in
-                    switch result {
-                    case .success(let written):
-                        written.afterCommit()
-                        answer(written.respond())
-                    case .failure(let error):
-                        answer(service.errorResponse(to: request, for: error))
-                    }
-                }
+                caller = try service.authenticate(request, now: now)
             } catch {
-                answer(service.errorResponse(to: request, for: error))
+                return responder.respond(Self.withCachePolicy(service.errorResponse(to: request, for: error)))
             }
+            service.write(Call(request: request, caller: caller, now: now), handler, responder: responder)
+        }
+        guard startsFromMemory else { return router.add(method, pattern, deferred: start) }
+        router.add(
+            method, pattern,
+            deferredFromMemory: { request in
+                let now = service.clock()
+                guard request.header(Idempotency.headerName) == nil,
+                    let caller = service.cachedStaffCaller(request, now: now)
+                else { return nil }
+                return { responder in
+                    do {
+                        try service.checkRequestRate(of: caller, now: now)
+                    } catch {
+                        return responder.respond(Self.withCachePolicy(service.errorResponse(to: request, for: error)))
+                    }
+                    service.write(Call(request: request, caller: caller, now: now), handler, responder: responder)
+                }
+            }, deferred: start)
+    }
+
+    /// Runs a write's handler under its idempotency key and answers once it committed or failed.
+    private func write(
+        _ call: Call, _ handler: @escaping @Sendable (Call) throws -> TransactionStep, responder: Responder
+    ) {
+        let request = call.request
+        let answer: @Sendable (HTTPResponse) -> Void = { responder.respond(Self.withCachePolicy($0)) }
+        do {
+            try idempotency.perform(request, scope: call.caller.idempotencyScope, now: call.now) {
+                try handler(call)
+            } completion: { [self] result in
+                switch result {
+                case .success(let written):
+                    written.afterCommit()
+                    answer(written.respond())
+                case .failure(let error):
+                    answer(errorResponse(to: request, for: error))
+                }
+            }
+        } catch {
+            answer(errorResponse(to: request, for: error))
         }
     }
 
@@ -307,16 +342,24 @@ public struct DeliveryService: Sendable {
         to request: HTTPRequest, _ handler: (Call) throws -> HTTPResponse?
     ) -> HTTPResponse? {
         let now = clock()
-        guard request.count(ofHeader: "Authorization") == 1,
-            let caller = Credentials.cachedStaff(request.header("Authorization"), apiKeys: apiKeys, now: now)
-        else { return nil }
-        if case .staff(_, let keyID) = caller { apiKeys.hold(keyID, now: now) }
+        guard let caller = cachedStaffCaller(request, now: now) else { return nil }
         do {
             try checkRequestRate(of: caller, now: now)
             return try handler(Call(request: request, caller: caller, now: now))
         } catch {
             return errorResponse(to: request, for: error)
         }
+    }
+
+    /// The caller when its credential is an API key the key cache holds, which is then kept held
+    /// (see `APIKeyCache.hold`); `nil` when checking it needs the store (any other credential, or a
+    /// key not held) or a failure must be counted, which the pooled path does.
+    private func cachedStaffCaller(_ request: HTTPRequest, now: Date) -> Caller? {
+        guard request.count(ofHeader: "Authorization") == 1,
+            let caller = Credentials.cachedStaff(request.header("Authorization"), apiKeys: apiKeys, now: now)
+        else { return nil }
+        if case .staff(_, let keyID) = caller { apiKeys.hold(keyID, now: now) }
+        return caller
     }
 
     /// Authenticates, runs the handler, and turns every failure into its error response.

@@ -326,7 +326,7 @@ final class EventLoop {
             switch execution {
             case .inline:
                 connection.machine.handlerFinished(handler(request), now: now, into: &actions)
-            case .pool, .deferred, .fromMemory:
+            case .pool, .deferred, .fromMemory, .deferredFromMemory:
                 // Only pooled handlers get ids: they do the work (writes, pushes) worth tracing;
                 // inline answers come from memory and stay as cheap as possible.
                 request.requestID = recorder.requestID(
@@ -343,16 +343,20 @@ final class EventLoop {
                 let (mailbox, fd, generation, finalRequest) = (
                     self.mailbox, connection.fd, connection.generation, request
                 )
-                if case .deferred(let start) = execution {
+                switch execution {
+                case .deferred(let start), .deferredFromMemory(_, let start):
                     // The handler returns once its write is queued; the commit's completion answers.
-                    handlerPool.submit {
-                        start(
-                            finalRequest,
-                            Responder { response in
-                                mailbox.post(.init(fd: fd, generation: generation, response: response))
-                            })
+                    // Each responder is made where it is used: one that goes unanswered answers 500
+                    // when it is let go, which a pool thread's kept closure would put off.
+                    let deliver: @Sendable (HTTPResponse) -> Void = { response in
+                        mailbox.post(.init(fd: fd, generation: generation, response: response))
                     }
-                } else {
+                    if case .deferredFromMemory(let attempt, _) = execution, let rest = attempt(finalRequest) {
+                        rest(Responder(deliver))
+                        return
+                    }
+                    handlerPool.submit { start(finalRequest, Responder(deliver)) }
+                default:
                     handlerPool.submit {
                         mailbox.post(.init(fd: fd, generation: generation, response: handler(finalRequest)))
                     }

@@ -14,17 +14,26 @@ public struct Router: Sendable {
     /// when it is not (a store read, a build): the route's pooled handler then answers.
     public typealias MemoryHandler = @Sendable (HTTPRequest) -> HTTPResponse?
 
+    /// A deferred handler's start on the event loop, when all it needs before its write is in
+    /// memory (the caller's key cached, nothing to read): the rest of the start, which the loop runs
+    /// at once with the request's responder; `nil`, having done nothing, when the start must go to
+    /// the pool.
+    public typealias DeferredAttempt = @Sendable (HTTPRequest) -> ((Responder) -> Void)?
+
     /// Where a handler runs. `inline` handlers run on the event loop and must not block (health
     /// checks, answers from memory); `pool` handlers run on a worker thread, so a slow one (a disk
     /// read) never stalls other connections; `deferred` ones start on a worker thread and answer
     /// whenever their responder is called; `fromMemory` ones are tried on the event loop and go to
     /// the pool when they cannot answer without blocking: an answer kept in memory skips the pool's
     /// queue and two thread wake-ups, which on a saturated machine are most of its time.
+    /// `deferredFromMemory` ones start on the event loop when their attempt can, the same way,
+    /// and on a worker thread otherwise.
     public enum Execution: Sendable {
         case inline
         case pool
         case deferred(DeferredHandler)
         case fromMemory(MemoryHandler)
+        case deferredFromMemory(DeferredAttempt, DeferredHandler)
     }
 
     /// The outcome of a lookup.
@@ -77,6 +86,17 @@ public struct Router: Sendable {
     /// Registers a handler that answers through its responder (see `DeferredHandler`).
     public mutating func add(_ method: String, _ pattern: String, deferred handler: @escaping DeferredHandler) {
         add(method, pattern, execution: .deferred(handler)) { request in
+            Responder.waitForAnswer(of: handler, to: request)
+        }
+    }
+
+    /// Registers a deferred handler with an attempt to start it on the event loop first (see
+    /// `DeferredAttempt`).
+    public mutating func add(
+        _ method: String, _ pattern: String, deferredFromMemory attempt: @escaping DeferredAttempt,
+        deferred handler: @escaping DeferredHandler
+    ) {
+        add(method, pattern, execution: .deferredFromMemory(attempt, handler)) { request in
             Responder.waitForAnswer(of: handler, to: request)
         }
     }

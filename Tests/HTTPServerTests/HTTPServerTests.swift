@@ -71,6 +71,16 @@ final class TestServer: Sendable {
                 request.pathParameters["key"] == "known" ? HTTPResponse(status: 200, body: Array("memory".utf8)) : nil
             }
         ) { _ in HTTPResponse(status: 200, body: Array("pool".utf8)) }
+        router.add(
+            "POST", "/started/{key}",
+            deferredFromMemory: { request in
+                guard request.pathParameters["key"] == "known" else { return nil }
+                // As a write's commit would: answered later, from another thread.
+                return { responder in
+                    DispatchQueue.global().async { responder.respond(HTTPResponse(status: 202, body: request.body)) }
+                }
+            },
+            deferred: { _, responder in responder.respond(HTTPResponse(status: 200, body: Array("pool".utf8))) })
         let log = self.log
         let output = LogOutput { batch in
             let lines = String(decoding: batch, as: UTF8.self).split(separator: "\n").map(String.init)
@@ -173,6 +183,28 @@ struct ServerSocketTests {
         test.server.shutdown()  // writes out the access log
         let logged = test.log.entries.filter { ($0["http.route"] as? String) == "/kept/{key}" }
         #expect(logged.count == 2)
+    }
+
+    /// A deferred start that needs only memory runs on the event loop and answers through its
+    /// responder while every handler thread is busy; one that needs more waits for the pool.
+    @Test(.timeLimit(.minutes(1))) func deferredStartsFromMemorySkipTheBusyPool() throws {
+        var configuration = HTTPServerConfiguration(address: ListenAddress.loopback(port: 0))
+        configuration.handlerThreads = 1
+        let test = try TestServer(configuration)
+        let holder = try RawConnection(port: test.port)
+        holder.send("GET /held HTTP/1.1\r\nHost: t\r\n\r\n")
+        test.entered.wait()
+        let known = try RawConnection(port: test.port)
+        known.send("POST /started/known HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nwrote")
+        let answer = known.readResponse()
+        #expect(answer?.status == 202)
+        #expect(answer?.body == "wrote")
+        let other = try RawConnection(port: test.port)
+        other.send("POST /started/other HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n")
+        test.held.signal()
+        #expect(holder.readResponse()?.body == "held")
+        #expect(other.readResponse()?.body == "pool")
+        test.server.shutdown()
     }
 
     /// A deferred handler that drops its responder without answering gets `500 internal` sent for it.
