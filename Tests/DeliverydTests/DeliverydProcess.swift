@@ -145,6 +145,31 @@ final class DeliverydProcess {
         return children.split(separator: " ").first.flatMap { pid_t($0) } ?? pid
     }
 
+    /// Waits until the process answers `GET /healthz` (`timeout` is a ceiling for one that never
+    /// comes up, not a measure). One that exits first fails at once; either failure says the
+    /// process's last log lines, so that a start that did not happen says why.
+    func waitUntilHealthy(timeout: Double = 120) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let response = try? LoopbackHTTP.send(port: port, "GET", "/healthz"), response.status == 200 { return }
+            if !process.isRunning {
+                throw LoopbackHTTP.Failure(
+                    description:
+                        "deliveryd exited (status \(process.terminationStatus)) before it became healthy on port \(port); its last log lines:\n\(lastLogLines())"
+                )
+            }
+            usleep(50_000)
+        }
+        throw LoopbackHTTP.Failure(
+            description:
+                "deliveryd did not become healthy on port \(port) within \(Int(timeout)) s; its last log lines:\n\(lastLogLines())"
+        )
+    }
+
+    private func lastLogLines() -> String {
+        errors.textSoFar().split(separator: "\n").suffix(20).joined(separator: "\n")
+    }
+
     /// Kills the process with SIGKILL, as a crash or the OOM killer would; the data stays.
     func crash() {
         kill(deliverydPID, SIGKILL)
@@ -186,6 +211,11 @@ final class PipeDrain: Sendable {
             }
             ended.signal()
         }
+    }
+
+    /// What the pipe carried so far, the process running or not.
+    func textSoFar() -> String {
+        String(decoding: collected.withLock { $0 }, as: UTF8.self)
     }
 
     /// Everything the pipe carried, once every writer closed it (the process stopped).

@@ -15,7 +15,7 @@ extension KillUnderLoad {
             let (simulator, arguments) = (shared.simulator, shared.arguments)
             var nodes = try (0..<2).map { _ in try DeliverydProcess(extraArguments: arguments) }
             defer { for node in nodes { _ = node.stop() } }
-            for node in nodes { try LoopbackHTTP.waitUntilHealthy(port: node.port) }
+            for node in nodes { try node.waitUntilHealthy() }
             let merchant =
                 try LoopbackHTTP.send(
                     port: nodes[1].port, "POST", "/v1/admin/keys", bearer: Self.adminKey,
@@ -33,7 +33,7 @@ extension KillUnderLoad {
                 }
                 if step == 3 {
                     nodes[1] = try DeliverydProcess(extraArguments: arguments, port: nodes[1].port)
-                    try LoopbackHTTP.waitUntilHealthy(port: nodes[1].port)
+                    try nodes[1].waitUntilHealthy()
                 }
                 for (index, order) in orders.enumerated() {
                     let node = step == 2 ? nodes[0] : nodes[(index + step) % 2]
@@ -106,7 +106,7 @@ extension KillUnderLoad {
             var nodes = try (0..<3).map { _ in try DeliverydProcess(extraArguments: arguments) }
             defer { for node in nodes { _ = node.stop() } }
             let ports = nodes.map(\.port)
-            for port in ports { try LoopbackHTTP.waitUntilHealthy(port: port) }
+            for node in nodes { try node.waitUntilHealthy() }
             let load = try RidingLoad(
                 ports: ports, adminKey: Self.adminKey, orderCount: orderCount, numbered: "T", firstToken: 0x7000,
                 kills: kills)
@@ -127,7 +127,7 @@ extension KillUnderLoad {
                 }
                 _ = nodes[victim].stop()
                 nodes[victim] = try DeliverydProcess(extraArguments: arguments, port: ports[victim])
-                try LoopbackHTTP.waitUntilHealthy(port: ports[victim])
+                try nodes[victim].waitUntilHealthy()
                 try RandomKillTests.expectAcknowledged(promised, readFrom: ports[victim], merchant: merchant)
             }
             #expect(riders.wait(timeout: .now() + 120) == .success, "the riders did not finish")

@@ -22,6 +22,7 @@ package enum LoopbackHTTP {
 
     package struct Failure: Error, CustomStringConvertible {
         package let description: String
+        package init(description: String) { self.description = description }
     }
 
     /// Sends a request; a `json` body is serialized with `Content-Type: application/json`, a `body`
