@@ -16,14 +16,16 @@ struct WebhookAnswer: Sendable, Hashable {
     var durationMilliseconds: Int
 }
 
-/// Many webhook POSTs at once on one libcurl multi handle, in HTTP/1.1, each with its own deadline, so that a receiver that hangs holds one transfer, never the
-/// others. Every connection's address passes the `WebhookURLPolicy` before its socket is opened;
-/// redirects are not followed and no proxy from the environment is used.
+/// Many webhook POSTs at once on one libcurl multi handle, in HTTP/1.1, each with its own deadline,
+/// so that a receiver that hangs holds one transfer, never the others. Every connection's address
+/// passes the `WebhookURLPolicy` before its socket is opened; redirects are not followed and no
+/// proxy from the environment is used.
 ///
 /// Driven by `curl_multi_socket_action` over an epoll set of its own: libcurl names the sockets to
-/// watch and the next timeout, and each wake-up hands it only the sockets that are ready.
-/// `curl_multi_perform` walked every transfer on each call and, not knowing which socket was ready,
-/// polled each one's socket: with 32 attempts in flight, some 64 `poll` calls per answer.
+/// watch and the next timeout, and each wake-up hands it only the sockets that are ready, where
+/// `curl_multi_perform` walked every transfer and polled each one's socket on every call. At 32
+/// attempts in flight to one endpoint the two cost the same (docs/performance.md); the walk grows
+/// with the attempts in flight over every endpoint.
 ///
 /// - Important: Not `Sendable`: the dispatcher's thread owns it, and libcurl calls its callbacks
 ///   on that thread, from inside the transport's own calls.
