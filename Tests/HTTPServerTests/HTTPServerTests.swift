@@ -103,6 +103,28 @@ final class TestServer: Sendable {
     }
 }
 
+/// A server whose one handler thread is held by `GET /held` until `release`: what reaches the
+/// client meanwhile did not go through the pool.
+struct BusyPool {
+    let test: TestServer
+    private let holder: RawConnection
+
+    init() throws {
+        var configuration = HTTPServerConfiguration(address: ListenAddress.loopback(port: 0))
+        configuration.handlerThreads = 1
+        test = try TestServer(configuration)
+        holder = try RawConnection(port: test.port)
+        holder.send("GET /held HTTP/1.1\r\nHost: t\r\n\r\n")
+        test.entered.wait()
+    }
+
+    /// Lets the held request finish; the body of its answer.
+    func release() -> String? {
+        test.held.signal()
+        return holder.readResponse()?.body
+    }
+}
+
 @Suite("HTTP server over real sockets", .serialized)
 struct ServerSocketTests {
     /// Keep-alive by default: several requests on one connection, each with Date and Content-Length.
@@ -163,12 +185,8 @@ struct ServerSocketTests {
     /// An answer from memory comes from the event loop while every handler thread is busy; one
     /// that needs more goes to the pool and waits its turn there.
     @Test(.timeLimit(.minutes(1))) func answersFromMemorySkipTheBusyPool() throws {
-        var configuration = HTTPServerConfiguration(address: ListenAddress.loopback(port: 0))
-        configuration.handlerThreads = 1
-        let test = try TestServer(configuration)
-        let holder = try RawConnection(port: test.port)
-        holder.send("GET /held HTTP/1.1\r\nHost: t\r\n\r\n")
-        test.entered.wait()
+        let busy = try BusyPool()
+        let test = busy.test
         let known = try RawConnection(port: test.port)
         known.send("GET /kept/known HTTP/1.1\r\nHost: t\r\nX-Request-Id: from-memory\r\n\r\n")
         let answer = known.readResponse()
@@ -177,8 +195,7 @@ struct ServerSocketTests {
         #expect(answer?.headers["x-request-id"] == "from-memory")
         let other = try RawConnection(port: test.port)
         other.send("GET /kept/other HTTP/1.1\r\nHost: t\r\n\r\n")
-        test.held.signal()
-        #expect(holder.readResponse()?.body == "held")
+        #expect(busy.release() == "held")
         #expect(other.readResponse()?.body == "pool")
         test.server.shutdown()  // writes out the access log
         let logged = test.log.entries.filter { ($0["http.route"] as? String) == "/kept/{key}" }
@@ -188,12 +205,8 @@ struct ServerSocketTests {
     /// A deferred start that needs only memory runs on the event loop and answers through its
     /// responder while every handler thread is busy; one that needs more waits for the pool.
     @Test(.timeLimit(.minutes(1))) func deferredStartsFromMemorySkipTheBusyPool() throws {
-        var configuration = HTTPServerConfiguration(address: ListenAddress.loopback(port: 0))
-        configuration.handlerThreads = 1
-        let test = try TestServer(configuration)
-        let holder = try RawConnection(port: test.port)
-        holder.send("GET /held HTTP/1.1\r\nHost: t\r\n\r\n")
-        test.entered.wait()
+        let busy = try BusyPool()
+        let test = busy.test
         let known = try RawConnection(port: test.port)
         known.send("POST /started/known HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nwrote")
         let answer = known.readResponse()
@@ -201,8 +214,7 @@ struct ServerSocketTests {
         #expect(answer?.body == "wrote")
         let other = try RawConnection(port: test.port)
         other.send("POST /started/other HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n")
-        test.held.signal()
-        #expect(holder.readResponse()?.body == "held")
+        #expect(busy.release() == "held")
         #expect(other.readResponse()?.body == "pool")
         test.server.shutdown()
     }
