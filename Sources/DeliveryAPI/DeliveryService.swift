@@ -238,13 +238,13 @@ public struct DeliveryService: Sendable {
 
     /// An endpoint whose writes go through `Idempotency` (an `Idempotency-Key` replays them).
     ///
-    /// Concurrency: the handler thread reads, checks and authorizes the request and queues its
+    /// Concurrency: a handler thread reads, checks and authorizes the request and queues its
     /// transaction; it does not wait for the commit. The commit's completion (on the store's thread)
-    /// answers, and the answer goes back to the connection's event loop.
-    /// A write's route. With `startsFromMemory`, its start runs on the event loop whenever it needs
-    /// only memory before the transaction: the caller's API key cached and no `Idempotency-Key` (a
-    /// replay is read from the store), which is how merchants and riders post status changes. Only
-    /// for handlers that read nothing before their transaction, since the loop must not block.
+    /// answers, and the answer goes back to the connection's event loop. With `startsFromMemory`
+    /// the event loop does the handler thread's part itself whenever it needs only memory: the
+    /// caller's API key cached and no `Idempotency-Key` (a replay is read from the store), which is
+    /// how merchants and riders post status changes. Only for handlers that read nothing before their
+    /// transaction, since the loop must not block.
     private func route(
         _ router: inout Router, _ method: String, _ pattern: String, startsFromMemory: Bool = false,
         writing handler: @escaping @Sendable (Call) throws -> TransactionStep
