@@ -293,6 +293,28 @@ struct RideAPITests {
         #expect(stale.json["position"] as? String == "ignored" && stale.json["accepted"] as? Int == 0)
     }
 
+    /// More rides due at once than one write stores (riders starting a shift): every one is stored,
+    /// each with its one push, over several writes.
+    @Test func manyDueRidesAreAllStored() throws {
+        let first = try deliveringOrder(number: "A-0")
+        var orderIDs = [first.orderID]
+        for index in 1...(DeliveryService.ridesPerWrite + 8) {
+            orderIDs.append(try deliveringOrder(number: "A-\(index)", merchant: first.merchant).orderID)
+        }
+        let earlier = try store.claimDue(owner: "test", now: clock.now, lease: 60, limit: 1_000)
+        try store.completePushes(earlier.map { PushCompletion(item: $0, outcome: .sent) }, now: clock.now)
+        for orderID in orderIDs {
+            clock.advance(1)  // within the rider key's rate
+            let reply = try api.send("POST", "/v1/orders/\(orderID)/position", as: first.rider, json: position(2_500))
+            #expect(reply.status == 202, "\(reply.json)")
+        }
+        service.storeDueRides()
+        for orderID in orderIDs {
+            #expect(abs((try store.order(id: orderID)?.tracking?.remainingDistance ?? 0) - 2_500) < 0.5, "\(orderID)")
+        }
+        #expect(try store.outboxDepth().count == orderIDs.count)
+    }
+
     /// One position of a rider moves every open order of that rider, and only that rider's.
     @Test func oneRiderPositionMovesAllItsOrders() throws {
         let first = try deliveringOrder(number: "A-1")
