@@ -91,6 +91,18 @@ def positions_counted(client):
     return counts
 
 
+def settle(client, timeout=180):
+    """Waits until no push is left to send: a phase starts with nothing of the one before still to do
+    (the setup's pushes, or those a phase with positions queued), so that no phase pays for another."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        match = re.search(r"^deliveryd_outbox_depth (\S+)$", client.call_text("/metrics"), re.M)
+        if match and float(match.group(1)) == 0:
+            return
+        time.sleep(0.2)
+    sys.exit(f"pushes still queued after {timeout} s")
+
+
 class TextClient(Client):
     def call_text(self, path):
         import http.client
@@ -167,15 +179,17 @@ def main():
             riders_file = os.path.join(work, "riders.txt")
             with open(riders_file, "w") as file:
                 file.writelines(f"{rider} {key}\n" for rider, key in riders)
-            time.sleep(3)  # the pushes of the setup drain
             runs = []
             for round_index in range(ROUNDS):
+                settle(client)
                 alone = phase(server, work, merchant, changer, slices[2 * round_index], riders_file, None)
                 alone["phase"] = f"A{round_index + 1} changes"
                 runs.append(alone)
+                settle(client)
                 mixed = phase(server, work, merchant, changer, slices[2 * round_index + 1], riders_file, RATE)
                 mixed["phase"] = f"B{round_index + 1} changes+positions"
                 runs.append(mixed)
+            settle(client)
             flat_out = phase(server, work, merchant, changer, [], riders_file, 0, with_changes=False, connections=16)
             flat_out["phase"] = "C positions alone"
             runs.append(flat_out)
