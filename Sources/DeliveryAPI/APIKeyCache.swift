@@ -2,14 +2,21 @@ import FoundationEssentials
 import Storage
 import Synchronization
 
-/// API keys as read from the store, kept for a second: merchants and riders send a key with every
-/// request, and reading its row each time was a database read on every status change.
+/// API keys as read from the store, kept until a stored key changes anywhere.
+///
+/// Merchants and riders send a key with every request. Kept for a second, a key was read again by
+/// nearly every post of a rider's app (one every few seconds), on a handler thread: with 1,000
+/// riders posting once a second beside status changes, that was most of what made the status
+/// changes 10–20 % slower (`bench/rides.sh`). Records are now kept for `lifetime`, and the store's
+/// key generation (`DeliveryStore.apiKeyGeneration`, moved by a trigger on every change to a stored
+/// key, through any node or `deliveryd keys revoke`) is read twice a second by `confirm`: when it
+/// moved, or cannot be read, the cache is emptied. A revocation through this node's API takes effect
+/// at once (`forget`).
 ///
 /// Only the stored record is kept (its SHA-256, role, owner, revocation), never a presented secret;
-/// each request still checks its secret against the record. A revocation through this node's API
-/// takes effect at once (`forget`); one through another node or `deliveryd keys revoke` within
-/// `lifetime`. Unknown key ids are not kept, so that guessed ids cannot fill the cache; each of its
-/// shards holds at most its part of `capacity` keys and starts over when full.
+/// each request still checks its secret against the record. Unknown key ids are not kept, so that
+/// guessed ids cannot fill the cache; each of its shards holds at most its part of `capacity` keys
+/// and starts over when full.
 final class APIKeyCache: Sendable {
     private struct Entry {
         let record: APIKeyRecord
@@ -21,14 +28,13 @@ final class APIKeyCache: Sendable {
     /// Every request looks its key up here, from every handler thread and event loop: one lock for
     /// all was 11 % of the CPU of positions alone in its slow path.
     private let entries: ShardedMutex<[String: Entry]>
-    /// Keys that answers from memory authenticated, by when they last did: `refreshHeld` rereads
-    /// them off the request path, so that the event loop, which never reads the store, finds them.
-    private let held = Mutex<[String: Date]>([:])
-    /// At most this many keys are kept held (a dashboard's, a wall screen's), each for a minute.
-    static let heldCapacity = 64
-    static let heldFor: TimeInterval = 60
+    /// Moved by every emptying: a record read before one is not kept after it (its read may have
+    /// seen the key before the change that emptied the cache).
+    private let epoch = Atomic<Int>(0)
+    /// The key generation `confirm` last saw; `nil` before the first, or after a failed read.
+    private let generation = Mutex<Int64?>(nil)
 
-    init(lifetime: TimeInterval = 1, capacity: Int = 10_000, shards: Int = 16) {
+    init(lifetime: TimeInterval = 300, capacity: Int = 10_000, shards: Int = 16) {
         self.lifetime = lifetime
         self.shardCapacity = max(1, capacity / max(1, shards))
         self.entries = ShardedMutex(shards: shards) { [:] }
@@ -39,37 +45,40 @@ final class APIKeyCache: Sendable {
         id: String, now: Date, read: (String) throws(StorageError) -> APIKeyRecord?
     ) throws(StorageError) -> APIKeyRecord? {
         if let record = cachedRecord(id: id, now: now) { return record }
+        let epochOfRead = epoch.load(ordering: .acquiring)
         guard let record = try read(id) else {
             forget(id)
             return nil
         }
-        keep(record, as: id, readAt: now)
+        keep(record, as: id, readAt: now, epochOfRead: epochOfRead)
         return record
     }
 
-    /// Keeps the key read by `refreshHeld` for the next minute: an answer from memory used it.
-    func hold(_ id: String, now: Date) {
-        held.withLock { held in
-            guard held[id] != nil || held.count < Self.heldCapacity else { return }
-            held[id] = now
+    /// Compares the store's key generation (`read`, a maintenance job, twice a second) with the one
+    /// seen before, and empties the cache when it moved, when it is the first seen (a key read
+    /// earlier may predate a change), or when it cannot be read (a change then goes unseen).
+    /// - Returns: whether the cache was emptied.
+    @discardableResult
+    func confirm(read: () throws(StorageError) -> Int64) -> Bool {
+        generation.withLock { seen in
+            let current = try? read()
+            guard current == nil || current != seen else { return false }
+            seen = current
+            empty()
+            return true
         }
     }
 
-    /// Rereads the held keys and lets go of those unused for a minute: a maintenance job, more often
-    /// than `lifetime`. A key that is gone, or that cannot be read now, is dropped: its next request
-    /// goes to a handler thread, which reads it.
-    func refreshHeld(now: Date, read: (String) throws(StorageError) -> APIKeyRecord?) {
-        let ids = held.withLock { held in
-            held = held.filter { now.timeIntervalSince($0.value) < Self.heldFor }
-            return Array(held.keys)
-        }
-        for id in ids {
-            if let record = (try? read(id)) ?? nil { keep(record, as: id, readAt: now) } else { forget(id) }
-        }
+    private func empty() {
+        // The epoch moves first: a read that began before this keeps nothing, whether its `keep`
+        // reaches its shard before the shard is emptied (then emptied) or after (then refused).
+        epoch.wrappingAdd(1, ordering: .releasing)
+        entries.forEachShard { $0.removeAll(keepingCapacity: true) }
     }
 
-    private func keep(_ record: APIKeyRecord, as id: String, readAt now: Date) {
+    private func keep(_ record: APIKeyRecord, as id: String, readAt now: Date, epochOfRead: Int) {
         entries.withLock(for: id) { entries in
+            guard epoch.load(ordering: .acquiring) == epochOfRead else { return }
             if entries.count >= shardCapacity { entries.removeAll(keepingCapacity: true) }
             entries[id] = Entry(record: record, readAt: now)
         }

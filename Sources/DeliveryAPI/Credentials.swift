@@ -139,7 +139,7 @@ public enum Credentials {
     }
 
     /// The staff caller of an API key whose record `apiKeys` holds, found without the store: what an
-    /// answer from memory on the event loop may use. `nil` for any other credential, a key not held,
+    /// answer from memory on the event loop may use. `nil` for any other credential, a key not kept,
     /// or one that fails: the pooled handler then authenticates the request (and counts a failure).
     static func cachedStaff(_ authorization: String?, apiKeys: APIKeyCache, now: Date) -> Caller? {
         guard let secret = try? bearerSecret(authorization), !secret.hasPrefix(trackingTokenPrefix),

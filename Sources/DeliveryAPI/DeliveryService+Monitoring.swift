@@ -76,10 +76,10 @@ extension DeliveryService {
         return json(200, .fragment(body))
     }
 
-    /// Rereads the API keys that answers from memory use (a maintenance job, twice a second): the
-    /// event loop finds them held and a dashboard's poll never waits for a handler thread.
-    public func refreshHeldKeys() {
-        apiKeys.refreshHeld(now: clock(), read: store.apiKey(id:))
+    /// Empties the key cache when a stored key changed through any node or the `keys` command (a
+    /// maintenance job, twice a second: how long a revocation made elsewhere takes to be seen).
+    public func checkKeyChanges() {
+        apiKeys.confirm(read: store.apiKeyGeneration)
     }
 
     /// Rebuilds the dashboard's snapshots while someone looks at them (a maintenance job, every second).

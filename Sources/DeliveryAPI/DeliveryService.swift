@@ -68,7 +68,7 @@ public struct DeliveryService: Sendable {
     let limiters: Limiters
     /// The dashboard's answers, refreshed off the request path while someone looks.
     let statsSnapshots: StatsSnapshots
-    /// API keys read in the last second, so that a request does not read its key's row.
+    /// API keys as read, until a stored key changes, so that a request does not read its key's row.
     let apiKeys = APIKeyCache()
     /// Riders' open orders, which every position needs.
     let riderOrders = RiderOrdersCache()
@@ -351,15 +351,12 @@ public struct DeliveryService: Sendable {
         }
     }
 
-    /// The caller when its credential is an API key the key cache holds, which is then kept held
-    /// (see `APIKeyCache.hold`); `nil` when checking it needs the store (any other credential, or a
-    /// key not held) or a failure must be counted, which the pooled path does.
+    /// The caller when its credential is an API key the key cache holds; `nil` when checking it
+    /// needs the store (any other credential, or a key not kept) or a failure must be counted,
+    /// which the pooled path does.
     private func cachedStaffCaller(_ request: HTTPRequest, now: Date) -> Caller? {
-        guard request.count(ofHeader: "Authorization") == 1,
-            let caller = Credentials.cachedStaff(request.header("Authorization"), apiKeys: apiKeys, now: now)
-        else { return nil }
-        if case .staff(_, let keyID) = caller { apiKeys.hold(keyID, now: now) }
-        return caller
+        guard request.count(ofHeader: "Authorization") == 1 else { return nil }
+        return Credentials.cachedStaff(request.header("Authorization"), apiKeys: apiKeys, now: now)
     }
 
     /// Authenticates, runs the handler, and turns every failure into its error response.

@@ -12,7 +12,7 @@ package enum PostgresMigrator {
     static let lockKey: Int64 = 0x6465_6C69_7665_7279  // "delivery"
 
     /// The schema version this code reads and writes: the last migration of its folder.
-    package static let codeVersion = 8
+    package static let codeVersion = 9
 
     /// The migrations shipped with this binary (`Sources/PostgresStorage/Migrations`).
     package static func bundled() throws(StorageError) -> [Migration] {

@@ -73,6 +73,7 @@ public protocol DeliveryStore: WebhookStore {
     func activeAPIKeyCount(role: APIKeyRole) throws(StorageError) -> Int
     @discardableResult
     func revokeAPIKey(id: String, now: Date) throws(StorageError) -> Bool
+    func apiKeyGeneration() throws(StorageError) -> Int64
     func idempotentResponse(principal: String, key: String, now: Date) throws(StorageError) -> IdempotentResponse?
 
     /// Runs `body` unless another node runs the task of this name now; `nil` when it does. For the

@@ -16,7 +16,7 @@ package struct Migration: Sendable, Hashable {
 /// Applies migrations in order, each in its own transaction, and records them in `schema_migrations`.
 package enum Migrator {
     /// The schema version this code reads and writes: the last migration of its folder.
-    package static let codeVersion = 14
+    package static let codeVersion = 15
 
     /// The migrations shipped with this binary (the `db/` folder, copied as a resource).
     package static func bundled() throws(StorageError) -> [Migration] {

@@ -324,7 +324,7 @@ var maintenanceJobs = [
     // The dashboard's answer, rebuilt while someone looks at it: requests find a fresh one.
     PeriodicJob("stats", every: 1, firstRunAfter: 1) { service.refreshStatsSnapshots() },
     // The keys of the dashboard's answers from memory, reread within their cache's second.
-    PeriodicJob("held-keys", every: 0.5, firstRunAfter: 0.5) { service.refreshHeldKeys() },
+    PeriodicJob("key-changes", every: 0.5, firstRunAfter: 0.5) { service.checkKeyChanges() },
 ]
 if let sqlite {
     maintenanceJobs.append(PeriodicJob("checkpoint", every: 1, firstRunAfter: 1) { checkpoint(sqlite) })

@@ -65,42 +65,39 @@ struct APIKeyCacheTests {
         #expect(reads.count == 4)
     }
 
-    /// A held key is reread by the refresh, so that a lookup without the store finds it past its
-    /// lifetime; a key gone from the store is dropped, and one unused for a minute is let go.
-    @Test func heldKeysAreRereadOffTheRequestPath() throws {
-        let cache = APIKeyCache(lifetime: 1)
-        let reads = Reads()
-        var stored: APIKeyRecord? = record
-        let read: (String) throws(StorageError) -> APIKeyRecord? = { _ in
-            reads.count += 1
-            return stored
-        }
-        #expect(cache.cachedRecord(id: "k1", now: start) == nil)
-        _ = try cache.record(id: "k1", now: start, read: read)
-        cache.hold("k1", now: start)
-        cache.refreshHeld(now: start.addingTimeInterval(0.5), read: read)
-        cache.refreshHeld(now: start.addingTimeInterval(1.0), read: read)
-        #expect(reads.count == 3)
-        #expect(cache.cachedRecord(id: "k1", now: start.addingTimeInterval(1.4))?.id == "k1")
-        stored = nil
-        cache.refreshHeld(now: start.addingTimeInterval(1.5), read: read)
-        #expect(cache.cachedRecord(id: "k1", now: start.addingTimeInterval(1.5)) == nil)
-        stored = record
-        cache.refreshHeld(now: start.addingTimeInterval(61), read: read)
-        #expect(reads.count == 4, "a minute after its last use the key is no longer reread")
-        #expect(cache.cachedRecord(id: "k1", now: start.addingTimeInterval(61)) == nil)
-    }
-
-    /// No more than `heldCapacity` keys are held: guessing ids cannot make the refresh read more.
-    @Test func heldKeysAreBounded() throws {
-        let cache = APIKeyCache(lifetime: 1)
+    /// The key generation empties the cache the first time it is seen (a key read before may
+    /// predate a change), when it moved, and when it cannot be read; not while it stays.
+    @Test func aMovedKeyGenerationEmptiesTheCache() throws {
+        let cache = APIKeyCache(lifetime: 300)
         let reads = Reads()
         let read: (String) throws(StorageError) -> APIKeyRecord? = { [record] _ in
             reads.count += 1
             return record
         }
-        for index in 0..<(APIKeyCache.heldCapacity + 10) { cache.hold("k\(index)", now: start) }
-        cache.refreshHeld(now: start, read: read)
-        #expect(reads.count == APIKeyCache.heldCapacity)
+        _ = try cache.record(id: "k1", now: start, read: read)
+        #expect(cache.confirm { () throws(StorageError) in 5 }, "the first generation seen")
+        #expect(cache.cachedRecord(id: "k1", now: start) == nil)
+        _ = try cache.record(id: "k1", now: start, read: read)
+        #expect(!cache.confirm { () throws(StorageError) in 5 })
+        #expect(cache.cachedRecord(id: "k1", now: start.addingTimeInterval(299))?.id == "k1")
+        #expect(cache.confirm { () throws(StorageError) in 6 }, "a key changed somewhere")
+        #expect(cache.cachedRecord(id: "k1", now: start) == nil)
+        _ = try cache.record(id: "k1", now: start, read: read)
+        #expect(cache.confirm { () throws(StorageError) in throw StorageError("the database is gone") })
+        #expect(cache.cachedRecord(id: "k1", now: start) == nil)
+        #expect(cache.confirm { () throws(StorageError) in 6 }, "unseen while it could not be read")
+        #expect(reads.count == 3)
+    }
+
+    /// A read that a change overtook is not kept: it may have seen the key before the change.
+    @Test func aReadOvertakenByAChangeIsNotKept() throws {
+        let cache = APIKeyCache(lifetime: 300)
+        cache.confirm { () throws(StorageError) in 1 }
+        let read: (String) throws(StorageError) -> APIKeyRecord? = { [record] _ in
+            cache.confirm { () throws(StorageError) in 2 }  // revoked elsewhere while this read ran
+            return record
+        }
+        #expect(try cache.record(id: "k1", now: start, read: read)?.id == "k1")
+        #expect(cache.cachedRecord(id: "k1", now: start) == nil)
     }
 }

@@ -290,6 +290,27 @@ struct CredentialAPITests {
         #expect(!String(decoding: listed.body, as: UTF8.self).contains(String(merchant.suffix(20))))
     }
 
+    /// A key revoked in the store without this node's API (another node, `deliveryd keys revoke`)
+    /// works from this node's memory until its next check of the key generation, and not after.
+    @Test func aKeyRevokedElsewhereStopsAtTheNextCheck() throws {
+        let directory = NSTemporaryDirectory() + "api-" + UUID().uuidString
+        let store = try TestStore.open(directory)
+        try store.upsertAPIKey(Credentials.configuredAdminKey(APIHarness.adminKey, now: Date()))
+        let service = DeliveryService(
+            store: store, configuration: DeliveryServiceConfiguration(defaultBundleID: "com.example.app"))
+        let api = try APIHarness(router: service.router(), store: store, directory: directory)
+        let merchant = try api.key("merchant", merchant: "m-1")
+        let other = try api.key("merchant", merchant: "m-1")
+        let id = String(merchant.split(separator: "_")[1])
+        service.checkKeyChanges()
+        #expect(try api.send("GET", "/v1/orders/x", as: merchant).status == 404)
+        #expect(try api.store.revokeAPIKey(id: id, now: Date()))
+        #expect(try api.send("GET", "/v1/orders/x", as: merchant).status == 404, "kept in memory until the check")
+        service.checkKeyChanges()
+        #expect(try api.send("GET", "/v1/orders/x", as: merchant).status == 401)
+        #expect(try api.send("GET", "/v1/orders/x", as: other).status == 404, "the other keys read again")
+    }
+
     /// The assigned rider sees what the delivery needs and never payment, prices or the customer's
     /// id; once the order ended, no contact details either. Its own status changes answer the same view.
     @Test func riderSeesWhatDeliveryNeeds() throws {

@@ -88,7 +88,7 @@ struct PostgresPoolTests {
         let connection = try PostgresConnection.connect(url: server.url)
         let tables = try connection.query(
             "SELECT count(*) AS tables FROM information_schema.tables WHERE table_schema = 'public'")
-        #expect(try tables.first?.int("tables") == 14, "thirteen tables and schema_migrations")
+        #expect(try tables.first?.int("tables") == 15, "fourteen tables and schema_migrations")
 
         try connection.query(
             "INSERT INTO schema_migrations (version, name, applied_at) VALUES (99, '0099_future.sql', 0)")

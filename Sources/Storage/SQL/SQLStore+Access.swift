@@ -62,6 +62,16 @@ extension SQLStore {
         }
     }
 
+    /// A number that moves whenever a stored key changes (revoked, replaced, deleted) through any
+    /// node or the `keys` command: a trigger bumps it in the change's own transaction.
+    public func apiKeyGeneration() throws(StorageError) -> Int64 {
+        try readSession { connection in
+            try connection.cached("SELECT generation FROM api_key_changes WHERE id = 1").firstRow([]) {
+                try $0.int("generation")
+            } ?? 0
+        }
+    }
+
     /// The stored response of an idempotent write, unless it expired.
     public func idempotentResponse(principal: String, key: String, now: Date) throws(StorageError)
         -> IdempotentResponse?
