@@ -24,6 +24,10 @@ public struct DeliveryServiceConfiguration: Sendable {
     public var rateLimits: RateLimits = RateLimits()
     /// The least time between two pushes that a ride's positions cause to one order's activities.
     public var ridePushInterval: TimeInterval = 30
+    /// How long a rider's open orders are kept between the rider's posts (`RiderOrdersCache`). A
+    /// change through this process forgets them at once, so one process alone on its database keeps
+    /// them long; with several nodes, a change through another node is seen only once they expire.
+    public var riderOrdersLifetime: TimeInterval = 30
     /// Seconds between two samples of the dashboard's history (see `DashboardHistory`).
     public var historyStep: TimeInterval = 10
     /// The name this process goes by on the dashboard: with several nodes, each keeps its own history.
@@ -71,7 +75,7 @@ public struct DeliveryService: Sendable {
     /// API keys as read, until a stored key changes, so that a request does not read its key's row.
     let apiKeys = APIKeyCache()
     /// Riders' open orders, which every position needs.
-    let riderOrders = RiderOrdersCache()
+    let riderOrders: RiderOrdersCache
     /// Riders' positions between two stores of their rides.
     public let rides: RideTracker
     /// The dashboard's curves, sampled by `recordHistorySample`.
@@ -118,6 +122,7 @@ public struct DeliveryService: Sendable {
         self.registry = registry
         self.logger = logger
         self.rides = RideTracker(projector: projector, interval: configuration.ridePushInterval)
+        self.riderOrders = RiderOrdersCache(lifetime: configuration.riderOrdersLifetime)
         self.metrics = APIMetrics(registry: registry, store: store, rides: rides)
         let limits = configuration.rateLimits
         self.limiters = Limiters(

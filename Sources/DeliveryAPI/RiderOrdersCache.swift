@@ -2,17 +2,19 @@ import FoundationEssentials
 import OrderDomain
 import Storage
 
-/// Riders' open orders as read from the store, kept for a second. A rider's app posts its position
+/// Riders' open orders as read from the store, kept for `lifetime`. A rider's app posts its position
 /// every few seconds, each post needs the rider's open orders, and reading them was most of what a
-/// position cost.
+/// position cost; kept for a second only, nearly every post of a rider posting once a second or
+/// less often read them again, on a handler thread.
 ///
 /// A change through this node to an order with a rider (its status, its ETA, its rider) forgets the
 /// riders concerned when it commits (`forget`), and a read that a forget overtook is not kept; a
-/// change through another node is seen within `lifetime`. Meanwhile the ride store moves only
-/// orders still open and still the posting rider's, so a late position moves nothing it should not.
+/// change through another node is seen within `lifetime` (which is why several nodes keep them a
+/// second, and one node alone on SQLite half a minute). Meanwhile the ride store moves only orders
+/// still open and still the posting rider's, so a late position moves nothing it should not.
 /// Each shard holds at most its part of `capacity` riders and starts over when full; `dropExpired`,
 /// run with the ride stores, lets go of what expired, so that no order (with its customer's
-/// details) stays in memory long after its second.
+/// details) stays in memory long after its rider stopped posting.
 final class RiderOrdersCache: Sendable {
     private struct Rider: Hashable {
         let merchantID: String

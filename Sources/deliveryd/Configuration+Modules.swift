@@ -94,6 +94,9 @@ extension Configuration {
         service.trackingTokenLifetime = Double(trackingTokenLifetimeSeconds)
         service.rateLimits = rateLimits
         service.ridePushInterval = Double(ridePushIntervalSeconds)
+        // On SQLite this process is the only writer, and forgets a rider's orders when they change;
+        // on PostgreSQL another node may change them, seen here within a second.
+        service.riderOrdersLifetime = databaseURL == nil ? 30 : 1
         service.historyStep = historyIntervalSeconds
         service.nodeName = nodeName ?? ProcessInfo.processInfo.hostName
         service.databaseHealth = databaseHealth
