@@ -323,7 +323,7 @@ var maintenanceJobs = [
     PeriodicJob("rides", every: 0.25, firstRunAfter: 0.25) { service.storeDueRides() },
     // The dashboard's answer, rebuilt while someone looks at it: requests find a fresh one.
     PeriodicJob("stats", every: 1, firstRunAfter: 1) { service.refreshStatsSnapshots() },
-    // The keys of the dashboard's answers from memory, reread within their cache's second.
+    // A key revoked through another node or `deliveryd keys revoke` leaves this node's key cache.
     PeriodicJob("key-changes", every: 0.5, firstRunAfter: 0.5) { service.checkKeyChanges() },
 ]
 if let sqlite {
