@@ -5,10 +5,11 @@ usage: e2e.py DELIVERYD_BINARY   (from the repository root, with the bench virtu
 Environment: ORDERS (live orders per run, default 30000), DURATION (seconds of load, default 15),
 CONNECTIONS (status posters, default 64), POLLERS (customers polling, default 32),
 SCALE_ORDERS (orders already in the database for the scale run, default 1000000), RUNS (comma list
-of: deliveryd, postgres, two-nodes, peer, durability, scale, connections, slow-apns, webhooks, android;
-default all but two-nodes, webhooks, android and durability; two-nodes: two deliveryd nodes on one PostgreSQL behind nginx
+of: deliveryd, postgres, two-nodes, peer, durability, durability-scale, scale, connections, slow-apns, webhooks,
+android; default all but two-nodes, webhooks, android, durability and durability-scale; two-nodes: two deliveryd nodes on one PostgreSQL behind nginx
 as the load balancer, with each node's, PostgreSQL's and nginx's CPU per change; durability: deliveryd and the peer both with a log sender, both at
-synchronous=full and both at normal, alternated),
+synchronous=full and both at normal, alternated; durability-scale: the same, each side with SCALE_ORDERS delivered
+orders already stored),
 ROUNDS (webhooks: alternations, default 3), RESULTS (JSON path),
 DELIVERYD_ARGS (more flags for deliveryd), ACCESS_LOG (on: deliveryd's default access log in every run), STATS_POLL (with 1: the dashboard's poll, GET
 /v1/admin/stats?history=all every 200 ms during the load, once the history holds STATS_SAMPLES
@@ -697,6 +698,8 @@ def wait_for_empty_outbox(server, timeout=300):
 
 def preload(server, count):
     """count delivered orders written straight into deliveryd's file (its schema), with their events."""
+    if isinstance(server, Peer):
+        return preload_peer(server, count)
     server.start()
     server.stop()
     connection = sqlite3.connect(server.database)
@@ -713,6 +716,30 @@ def preload(server, count):
                updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""", rows)
         connection.executemany(
             "INSERT INTO order_events (order_id, kind, from_status, to_status, actor, at) VALUES (?, 'status', ?, ?, 'merchant', ?)",
+            [(row[0], status_from, status_to, stamp) for row in rows
+             for status_from, status_to in (("placed", "preparing"), ("preparing", "delivered"))])
+        connection.commit()
+    connection.close()
+
+
+def preload_peer(peer, count):
+    """count delivered orders written straight into the peer's file (its schema), as `preload` does."""
+    peer.start()
+    peer.stop()
+    connection = sqlite3.connect(peer.data)
+    connection.execute("PRAGMA synchronous=OFF")
+    stamp = int(time.time() * 1000) - 86_400_000
+    batch = 50_000
+    for start in range(0, count, batch):
+        rows = [(f"pre-{index}", "m-pre", f"P-{index}", "Old Kitchen", '[{"name":"Tea","quantity":1,"price":2}]',
+                 '{"id":"c-%d","name":"Ana","phone":"+49 30 1234567","locale":"en"}' % index, "Somewhere 1",
+                 "delivered", stamp, stamp)
+                for index in range(start, min(count, start + batch))]
+        connection.executemany(
+            """INSERT INTO orders (id, merchant_id, number, merchant_name, items_json, customer_json, address, status,
+               created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""", rows)
+        connection.executemany(
+            "INSERT INTO order_events (order_id, from_status, to_status, at) VALUES (?, ?, ?, ?)",
             [(row[0], status_from, status_to, stamp) for row in rows
              for status_from, status_to in (("placed", "preparing"), ("preparing", "delivered"))])
         connection.commit()
@@ -908,6 +935,15 @@ def main():
                 server.extra = ["--synchronous", mode]
                 results[f"deliveryd_log_{mode}"] = measure(server)
                 results[f"peer_log_{mode}"] = measure(Peer(work, sink.url, synchronous=mode.upper(), sender="log"))
+        if "durability-scale" in RUNS:
+            # The same with SCALE_ORDERS delivered orders already stored on both sides.
+            for mode in ("full", "normal"):
+                server = Deliveryd(binary, work, sink.url)
+                server.log_sender = True
+                server.extra = ["--synchronous", mode]
+                results[f"deliveryd_log_{mode}_stored"] = measure(server, preloaded=SCALE_ORDERS)
+                results[f"peer_log_{mode}_stored"] = measure(
+                    Peer(work, sink.url, synchronous=mode.upper(), sender="log"), preloaded=SCALE_ORDERS)
         if "scale" in RUNS:
             results["scale"] = measure(Deliveryd(binary, work, sink.url), preloaded=SCALE_ORDERS)
             results["scale"]["preloaded_orders"] = SCALE_ORDERS
@@ -1042,7 +1078,7 @@ def report(results):
             "android_cpu_ratio": f"{cpu_on / cpu_off:.3f}", "android_pushes": median("on", "pushes", "android"),
             "ios_pushes": median("off", "pushes", "android"),
         })
-    for mode in ("full", "normal"):
+    for mode in ("full", "normal", "full_stored", "normal_stored"):
         ours, theirs = results.get(f"deliveryd_log_{mode}"), results.get(f"peer_log_{mode}")
         if ours and theirs:
             fields[f"{mode}_changes_ratio"] = f"{ours['changes_per_s'] / max(1, theirs['changes_per_s']):.2f}"
