@@ -697,51 +697,38 @@ def wait_for_empty_outbox(server, timeout=300):
 
 
 def preload(server, count):
-    """count delivered orders written straight into deliveryd's file (its schema), with their events."""
-    if isinstance(server, Peer):
-        return preload_peer(server, count)
+    """count delivered orders written straight into the server's file (deliveryd's schema or the
+    peer's), each with its two status events, a day old."""
     server.start()
     server.stop()
+    peer = isinstance(server, Peer)
     connection = sqlite3.connect(server.database)
     connection.execute("PRAGMA synchronous=OFF")
     stamp = int(time.time() * 1000) - 86_400_000
     batch = 50_000
     for start in range(0, count, batch):
-        rows = [(f"pre-{index}", "m-pre", f"P-{index}", "Old Kitchen", '[{"name":"Tea","quantity":1,"price":2}]',
-                 f"c-{index}", "Ana", "+49 30 1234567", "en", "Somewhere 1", "cash", "delivered", stamp, stamp, stamp)
-                for index in range(start, min(count, start + batch))]
+        indexes = range(start, min(count, start + batch))
+        if peer:
+            connection.executemany(
+                """INSERT INTO orders (id, merchant_id, number, merchant_name, items_json, customer_json, address,
+                   status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                [(f"pre-{index}", "m-pre", f"P-{index}", "Old Kitchen", '[{"name":"Tea","quantity":1,"price":2}]',
+                  '{"id":"c-%d","name":"Ana","phone":"+49 30 1234567","locale":"en"}' % index, "Somewhere 1",
+                  "delivered", stamp, stamp) for index in indexes])
+            event = "INSERT INTO order_events (order_id, from_status, to_status, at) VALUES (?, ?, ?, ?)"
+        else:
+            connection.executemany(
+                """INSERT INTO orders (id, merchant_id, number, merchant_name, items_json, customer_id, customer_name,
+                   customer_phone, customer_locale, address, payment_method, status, estimated_arrival, created_at,
+                   updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                [(f"pre-{index}", "m-pre", f"P-{index}", "Old Kitchen", '[{"name":"Tea","quantity":1,"price":2}]',
+                  f"c-{index}", "Ana", "+49 30 1234567", "en", "Somewhere 1", "cash", "delivered", stamp, stamp, stamp)
+                 for index in indexes])
+            event = ("INSERT INTO order_events (order_id, kind, from_status, to_status, actor, at) "
+                     "VALUES (?, 'status', ?, ?, 'merchant', ?)")
         connection.executemany(
-            """INSERT INTO orders (id, merchant_id, number, merchant_name, items_json, customer_id, customer_name,
-               customer_phone, customer_locale, address, payment_method, status, estimated_arrival, created_at,
-               updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""", rows)
-        connection.executemany(
-            "INSERT INTO order_events (order_id, kind, from_status, to_status, actor, at) VALUES (?, 'status', ?, ?, 'merchant', ?)",
-            [(row[0], status_from, status_to, stamp) for row in rows
-             for status_from, status_to in (("placed", "preparing"), ("preparing", "delivered"))])
-        connection.commit()
-    connection.close()
-
-
-def preload_peer(peer, count):
-    """count delivered orders written straight into the peer's file (its schema), as `preload` does."""
-    peer.start()
-    peer.stop()
-    connection = sqlite3.connect(peer.data)
-    connection.execute("PRAGMA synchronous=OFF")
-    stamp = int(time.time() * 1000) - 86_400_000
-    batch = 50_000
-    for start in range(0, count, batch):
-        rows = [(f"pre-{index}", "m-pre", f"P-{index}", "Old Kitchen", '[{"name":"Tea","quantity":1,"price":2}]',
-                 '{"id":"c-%d","name":"Ana","phone":"+49 30 1234567","locale":"en"}' % index, "Somewhere 1",
-                 "delivered", stamp, stamp)
-                for index in range(start, min(count, start + batch))]
-        connection.executemany(
-            """INSERT INTO orders (id, merchant_id, number, merchant_name, items_json, customer_json, address, status,
-               created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""", rows)
-        connection.executemany(
-            "INSERT INTO order_events (order_id, from_status, to_status, at) VALUES (?, ?, ?, ?)",
-            [(row[0], status_from, status_to, stamp) for row in rows
-             for status_from, status_to in (("placed", "preparing"), ("preparing", "delivered"))])
+            event, [(f"pre-{index}", status_from, status_to, stamp) for index in indexes
+                    for status_from, status_to in (("placed", "preparing"), ("preparing", "delivered"))])
         connection.commit()
     connection.close()
 
