@@ -155,8 +155,8 @@ public final class PushWorker {
 
     /// Processes one batch of due rows; returns how many rows it finished or rescheduled.
     ///
-    /// Storage is touched twice per batch, whatever its size: one transaction claims the rows and
-    /// reads what planning them needs, one transaction writes every outcome (push log, rows, sent states,
+    /// Storage is touched three times per batch, whatever its size: one transaction claims the rows,
+    /// one read plans them, one transaction writes every outcome (push log, rows, sent states,
     /// removed tokens). A crash between the send and that last write leaves the rows leased; they
     /// come back when the lease runs out and are sent again (APNs pushes are at-least-once).
     /// - Throws: `StorageError` when the database fails (the rows' leases bring them back).
@@ -193,16 +193,15 @@ public final class PushWorker {
     /// the claim never waits behind the write, and the write runs on the other core. The rows stay
     /// leased until written, so the next claim skips their activities. One write is outstanding at most.
     private func runBatch(now: Date, overlapBookkeeping: Bool) async throws -> Int {
-        let batch = try store.claimBatch(
-            owner: owner, now: now, lease: configuration.lease, limit: configuration.batchSize,
-            highPrioritySince: now.addingTimeInterval(-3600))
-        let (items, context) = (batch.items, batch.context)
+        let items = try store.claimDue(
+            owner: owner, now: now, lease: configuration.lease, limit: configuration.batchSize)
         if let held = heldCompletions {
             heldCompletions = nil
             try submit(held.completions, now: held.now)
         }
         guard !items.isEmpty else { return 0 }
         leaseKeeper.holding(true)
+        let context = try store.pushBatchContext(for: items, highPrioritySince: now.addingTimeInterval(-3600))
         var completions: [PushCompletion] = []
         var planned: [Planned] = []
         var androidTokens = Set<String>()

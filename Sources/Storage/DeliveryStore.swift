@@ -51,8 +51,6 @@ public protocol DeliveryStore: WebhookStore {
         throws(StorageError) -> Bool
 
     // The outbox and the push log.
-    func claimBatch(owner: String, now: Date, lease: TimeInterval, limit: Int, highPrioritySince since: Date)
-        throws(StorageError) -> ClaimedBatch
     func pushBatchContext(for items: [OutboxItem], highPrioritySince since: Date) throws(StorageError)
         -> PushBatchContext
     @discardableResult

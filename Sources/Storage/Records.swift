@@ -319,12 +319,6 @@ public struct PushBatchContext: Sendable {
     public init() {}
 }
 
-/// Due rows claimed for one worker, with what planning them needs, read in the claim's transaction.
-public struct ClaimedBatch: Sendable {
-    public var items: [OutboxItem]
-    public var context: PushBatchContext
-}
-
 /// What to write for one finished row of a batch; a batch of them is written in one transaction.
 public struct PushCompletion: Sendable {
     public enum RowOutcome: Sendable, Hashable {

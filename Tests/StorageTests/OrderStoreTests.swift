@@ -63,10 +63,10 @@ struct OrderStoreTests {
             return
         }
         #expect(starts == 1)
-        let claimed = try database.claimBatch(
-            owner: "w", now: StoreFixtures.t0, lease: 30, limit: 10, highPrioritySince: StoreFixtures.t0)
-        #expect(claimed.items.map(\.target) == [.start(customerID: "c-42", deviceID: "iphone")])
-        #expect(claimed.context.pushToStart.values.map(\.pushToken) == ["pts-m-1"])
+        let claimed = try database.claimDue(owner: "w", now: StoreFixtures.t0, lease: 30, limit: 10)
+        #expect(claimed.map(\.target) == [.start(customerID: "c-42", deviceID: "iphone")])
+        let context = try database.pushBatchContext(for: claimed, highPrioritySince: StoreFixtures.t0)
+        #expect(context.pushToStart.values.map(\.pushToken) == ["pts-m-1"])
     }
 
     /// One status change writes the order, its event and one outbox row per live activity, in one go.

@@ -263,12 +263,10 @@ struct PushBatchStatementTests {
         let t = StoreFixtures.t0
         let orders = try (0..<70).map { try StoreFixtures.newOrder(id: "o-\($0)", number: "N-\($0)") }
         try store.bulkInsert(orders, activitiesPerOrder: 2, now: t)
-        let batch = try store.claimBatch(
-            owner: "w", now: t, lease: 30, limit: 500, highPrioritySince: t.addingTimeInterval(-3600))
-        let claimed = batch.items
+        let claimed = try store.claimDue(owner: "w", now: t, lease: 30, limit: 500)
         #expect(claimed.count == 140)
 
-        let before = batch.context
+        let before = try store.pushBatchContext(for: claimed, highPrioritySince: t.addingTimeInterval(-3600))
         #expect(Set(before.orders.keys) == Set(orders.map(\.0.id)))
         #expect(before.orders.values.allSatisfy { $0.items.isEmpty && $0.status == .placed })
         #expect(before.activities.count == 140 && before.highPriorityPushes.count == 140)

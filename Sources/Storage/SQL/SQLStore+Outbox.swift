@@ -32,22 +32,40 @@ extension SQLStore {
     public func claimDue(owner: String, now: Date, lease: TimeInterval, limit: Int) throws(StorageError) -> [OutboxItem]
     {
         try writeSQL { connection in
-            try StoreSQL.claimDue(owner: owner, now: now, lease: lease, limit: limit, connection)
-        }
-    }
-
-    /// Claims a batch as `claimDue` does and reads, in the same transaction, what planning it needs
-    /// (`PushBatchContext`). On SQLite the reads run on the writer's connection, whose page cache
-    /// stays warm: a separate read transaction after every write starts from an empty cache and
-    /// reads each page it needs again from the files. On PostgreSQL it spares a transaction.
-    public func claimBatch(owner: String, now: Date, lease: TimeInterval, limit: Int, highPrioritySince since: Date)
-        throws(StorageError) -> ClaimedBatch
-    {
-        try writeSQL { connection in
-            let items = try StoreSQL.claimDue(owner: owner, now: now, lease: lease, limit: limit, connection)
-            guard !items.isEmpty else { return ClaimedBatch(items: [], context: PushBatchContext()) }
-            return ClaimedBatch(
-                items: items, context: try StoreSQL.pushBatchContext(for: items, highPrioritySince: since, connection))
+            let millis = now.storageMilliseconds
+            try connection.cached(
+                """
+                UPDATE outbox SET state = \(StoreSQL.stateAfterSending), lease_owner = NULL, lease_until = NULL, updated_at = ?
+                WHERE state = 'sending' AND lease_until <= ?
+                """
+            ).run([.integer(millis), .integer(millis)])
+            return try connection.cached(
+                """
+                UPDATE outbox SET state = 'sending', lease_owner = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
+                WHERE id IN (
+                    SELECT id FROM outbox AS candidate
+                    WHERE state = 'pending' AND due_at <= ?
+                      AND NOT EXISTS (
+                          SELECT 1 FROM outbox AS busy
+                          WHERE busy.order_id = candidate.order_id AND busy.kind = candidate.kind
+                            AND busy.target_id = candidate.target_id AND busy.state IN ('pending', 'sending')
+                            AND ((busy.state = 'sending' AND +busy.lease_until > ?)
+                                OR (busy.state = 'pending' AND busy.id > candidate.id))\(connection.dialect.perRowSubquery))
+                    ORDER BY due_at, id LIMIT ?\(connection.dialect.skippingLockedRows))
+                RETURNING id, order_id, event_id, kind, target_id, attempts, due_at, created_at, request_id
+                """
+            ).rows([
+                .text(owner), .integer(millis + Int64(lease * 1000)), .integer(millis), .integer(millis),
+                .integer(millis), .integer(Int64(limit)),
+            ]) { row in
+                OutboxItem(
+                    id: try row.int("id"), orderID: try row.text("order_id"), eventID: try row.optionalInt("event_id"),
+                    target: try StoreSQL.decodeTarget(row), attempts: Int(try row.int("attempts")),
+                    dueAt: Date(storageMilliseconds: try row.int("due_at")),
+                    createdAt: Date(storageMilliseconds: try row.int("created_at")),
+                    requestID: try row.optionalText("request_id")
+                )
+            }.sorted { $0.id < $1.id }
         }
     }
 
@@ -169,46 +187,6 @@ extension SQLStore {
 }
 
 extension StoreSQL {
-    /// The statements of `SQLStore.claimDue`, on a write transaction's session.
-    static func claimDue(owner: String, now: Date, lease: TimeInterval, limit: Int, _ connection: any SQLSession) throws
-        -> [OutboxItem]
-    {
-        let millis = now.storageMilliseconds
-        try connection.cached(
-            """
-            UPDATE outbox SET state = \(StoreSQL.stateAfterSending), lease_owner = NULL, lease_until = NULL, updated_at = ?
-            WHERE state = 'sending' AND lease_until <= ?
-            """
-        ).run([.integer(millis), .integer(millis)])
-        return try connection.cached(
-            """
-            UPDATE outbox SET state = 'sending', lease_owner = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
-            WHERE id IN (
-                SELECT id FROM outbox AS candidate
-                WHERE state = 'pending' AND due_at <= ?
-                  AND NOT EXISTS (
-                      SELECT 1 FROM outbox AS busy
-                      WHERE busy.order_id = candidate.order_id AND busy.kind = candidate.kind
-                        AND busy.target_id = candidate.target_id AND busy.state IN ('pending', 'sending')
-                        AND ((busy.state = 'sending' AND +busy.lease_until > ?)
-                            OR (busy.state = 'pending' AND busy.id > candidate.id))\(connection.dialect.perRowSubquery))
-                ORDER BY due_at, id LIMIT ?\(connection.dialect.skippingLockedRows))
-            RETURNING id, order_id, event_id, kind, target_id, attempts, due_at, created_at, request_id
-            """
-        ).rows([
-            .text(owner), .integer(millis + Int64(lease * 1000)), .integer(millis), .integer(millis),
-            .integer(millis), .integer(Int64(limit)),
-        ]) { row in
-            OutboxItem(
-                id: try row.int("id"), orderID: try row.text("order_id"), eventID: try row.optionalInt("event_id"),
-                target: try StoreSQL.decodeTarget(row), attempts: Int(try row.int("attempts")),
-                dueAt: Date(storageMilliseconds: try row.int("due_at")),
-                createdAt: Date(storageMilliseconds: try row.int("created_at")),
-                requestID: try row.optionalText("request_id")
-            )
-        }.sorted { $0.id < $1.id }
-    }
-
     /// The state a row leaving `sending` (a retry, an expired lease) returns to: `superseded` when a
     /// newer row of its target is pending, since that one carries the newer state; else `pending`.
     /// (`state IN (…)` first, so that SQLite uses the partial index of live rows.)

@@ -3,11 +3,40 @@ public import FoundationEssentials
 public import OrderDomain
 
 extension SQLStore {
-    /// What planning `items` needs, read now: the read `claimBatch` makes in its transaction.
+    /// Reads the orders, activities, push-to-start tokens and budget use of a claimed batch at once,
+    /// a few statements for the whole batch (see `StoreSQL.paddedGroups`).
     public func pushBatchContext(for items: [OutboxItem], highPrioritySince since: Date) throws(StorageError)
         -> PushBatchContext
     {
-        try readSession { connection in try StoreSQL.pushBatchContext(for: items, highPrioritySince: since, connection)
+        try readSession { connection in
+            var context = PushBatchContext()
+            for order in try StoreSQL.orders(ids: Array(Set(items.map(\.orderID))), connection) {
+                context.orders[order.id] = order
+            }
+            let wanted = Set(
+                items.compactMap { item -> ActivityKey? in
+                    guard case .activity(let activityID) = item.target else { return nil }
+                    return ActivityKey(orderID: item.orderID, activityID: activityID)
+                })
+            for record in try StoreSQL.activities(Array(wanted), connection) {
+                context.activities[ActivityKey(orderID: record.orderID, activityID: record.activityID)] = record
+            }
+            context.highPriorityPushes = try StoreSQL.highPriorityPushes(
+                Array(context.activities.keys), since: since, connection)
+            let androidTokens = Set(
+                context.activities.values.filter { $0.platform == .android && !$0.pushToken.isEmpty }.map(\.pushToken))
+            context.lastSentToToken = try StoreSQL.newestAndroidMessages(toTokens: Array(androidTokens), connection)
+            for item in items {
+                guard case .start(let customerID, let deviceID) = item.target,
+                    // Devices belong to the order's merchant: another merchant's device never gets its start.
+                    let merchantID = context.orders[item.orderID]?.merchantID
+                else { continue }
+                let key = DeviceKey(merchantID: merchantID, customerID: customerID, deviceID: deviceID)
+                guard context.pushToStart[key] == nil, let record = try StoreSQL.pushToStart(key, connection)
+                else { continue }
+                context.pushToStart[key] = record
+            }
+            return context
         }
     }
 
@@ -66,41 +95,6 @@ extension SQLStore {
 }
 
 extension StoreSQL {
-    /// Reads the orders, activities, push-to-start tokens and budget use of a claimed batch at once,
-    /// a few statements for the whole batch (see `StoreSQL.paddedGroups`).
-    static func pushBatchContext(for items: [OutboxItem], highPrioritySince since: Date, _ connection: any SQLSession)
-        throws -> PushBatchContext
-    {
-        var context = PushBatchContext()
-        for order in try orders(ids: Array(Set(items.map(\.orderID))), connection) {
-            context.orders[order.id] = order
-        }
-        let wanted = Set(
-            items.compactMap { item -> ActivityKey? in
-                guard case .activity(let activityID) = item.target else { return nil }
-                return ActivityKey(orderID: item.orderID, activityID: activityID)
-            })
-        for record in try activities(Array(wanted), connection) {
-            context.activities[ActivityKey(orderID: record.orderID, activityID: record.activityID)] = record
-        }
-        context.highPriorityPushes = try highPriorityPushes(
-            Array(context.activities.keys), since: since, connection)
-        let androidTokens = Set(
-            context.activities.values.filter { $0.platform == .android && !$0.pushToken.isEmpty }.map(\.pushToken))
-        context.lastSentToToken = try newestAndroidMessages(toTokens: Array(androidTokens), connection)
-        for item in items {
-            guard case .start(let customerID, let deviceID) = item.target,
-                // Devices belong to the order's merchant: another merchant's device never gets its start.
-                let merchantID = context.orders[item.orderID]?.merchantID
-            else { continue }
-            let key = DeviceKey(merchantID: merchantID, customerID: customerID, deviceID: deviceID)
-            guard context.pushToStart[key] == nil, let record = try pushToStart(key, connection)
-            else { continue }
-            context.pushToStart[key] = record
-        }
-        return context
-    }
-
     /// The orders with these ids, without their items.
     static func orders(ids: [String], _ connection: any SQLSession) throws -> [Order] {
         try paddedGroups(ids).flatMap { group in
