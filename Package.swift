@@ -43,6 +43,8 @@ let package = Package(
 
         // epoll, eventfd and accept4, which Glibc's Swift module lacks.
         .target(name: "CLinuxShim"),
+        // SQLite's page cache behind a wrapper that spares commits a scan of the whole cache.
+        .target(name: "CSQLitePageCache", dependencies: ["CSQLite"]),
         // The commit and date of a build, linked in by `make build` (see its source).
         .target(name: "CBuildStamp"),
 
@@ -76,7 +78,7 @@ let package = Package(
         ),
         .target(
             name: "Storage",
-            dependencies: ["OrderDomain", "JSONSyntax", "Telemetry", "CSQLite"],
+            dependencies: ["OrderDomain", "JSONSyntax", "Telemetry", "CSQLite", "CSQLitePageCache"],
             // The SQL migrations (`db/` links here) ship with the binary as a resource.
             resources: [.copy("Migrations")],
             swiftSettings: strictSettings

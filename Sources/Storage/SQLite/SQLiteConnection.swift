@@ -1,4 +1,5 @@
 internal import CSQLite
+internal import CSQLitePageCache
 
 /// One open SQLite database connection; the only place that holds a `sqlite3*`.
 ///
@@ -29,8 +30,23 @@ package final class SQLiteConnection: SQLSession {
     }
 
     /// SQLite's process-wide settings, made once before the first connection opens (which
-    /// initializes the library): no memory statistics (see `csqlite_disable_memory_statistics`).
-    private static let libraryConfiguration: Int32 = csqlite_disable_memory_statistics()
+    /// initializes the library): no memory statistics (see `csqlite_disable_memory_statistics`),
+    /// and the page cache wrapper of `CSQLitePageCache`. Either failing leaves SQLite's default,
+    /// slower but as correct.
+    private static let libraryConfiguration: Int32 = {
+        let statistics = csqlite_disable_memory_statistics()
+        let pageCache = csqlite_install_page_cache()
+        return statistics != SQLITE_OK ? statistics : pageCache
+    }()
+
+    /// The page cache truncations this thread made since it started: passed on to SQLite's cache,
+    /// or spared because no cached page could lie past the limit (see `CSQLitePageCache`).
+    package static var pageCacheTruncationsOnThisThread: (passed: Int, spared: Int) {
+        var passed = 0
+        var spared = 0
+        csqlite_page_cache_truncations(&passed, &spared)
+        return (passed, spared)
+    }
 
     deinit {
         statementCache.removeAll()
