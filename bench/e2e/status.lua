@@ -3,12 +3,12 @@
 -- only after every other order of the thread got the current one: never out of order. The merchant
 -- (MERCHANT_KEY) starts preparing; the rider assigned to every order (RIDER_KEY) does the rest.
 local created = 0
-local threads = {}
+local posters = {}
 
 function setup(thread)
     thread:set("id", created)
     created = created + 1
-    threads[#threads + 1] = thread
+    posters[#posters + 1] = thread
 end
 
 function init(args)
@@ -40,7 +40,7 @@ end
 function done(summary, latency, requests)
     -- Posts sent within the four rounds (those still in flight at the end included), and past them.
     local within, repeated = 0, 0
-    for _, thread in ipairs(threads) do
+    for _, thread in ipairs(posters) do
         local sent, rounds = thread:get("sent"), 4 * thread:get("count")
         within = within + math.min(sent, rounds)
         repeated = repeated + math.max(0, sent - rounds)
