@@ -69,6 +69,36 @@ struct OrderStoreTests {
         #expect(context.pushToStart.values.map(\.pushToken) == ["pts-m-1"])
     }
 
+    /// A sent update's outbox row leaves the table (its attempt is in the push log); a sent start's
+    /// row stays, marked sent, for the check of starts no activity followed.
+    @Test(arguments: StoreBackend.all)
+    func aSentUpdateLeavesTheOutboxAndASentStartStays(backend: StoreBackend) throws {
+        let place = StoreContractTests.Place()
+        let database = try backend.open(place.path)
+        let t = StoreFixtures.t0
+        try database.registerPushToStart(
+            DeviceKey(merchantID: "m-1", customerID: "c-42", deviceID: "iphone"), credentialID: "c-m-1",
+            pushToken: "pts", environment: .production, bundleID: "b", now: t)
+        let (order, event) = try StoreFixtures.newOrder()
+        _ = try database.createOrder(order, event: event, trackingTokenHash: nil, now: t)
+        _ = try database.registerActivity(
+            orderID: order.id, activityID: "a", pushToken: "t", environment: .production, bundleID: "b",
+            shown: nil, liveLimit: 10, now: t, requestID: nil)
+        let claimed = try database.claimDue(owner: "w", now: t, lease: 30, limit: 10)
+        #expect(
+            Set(claimed.map(\.target)) == [.start(customerID: "c-42", deviceID: "iphone"), .activity(activityID: "a")])
+        try database.completePushes(claimed.map { PushCompletion(item: $0, outcome: .sent) }, now: t)
+
+        let store = try #require(database as? any SQLStore)
+        let rows = try store.readSession { connection in
+            try connection.cached("SELECT kind, state FROM outbox ORDER BY id").rows([]) {
+                [try $0.text("kind"), try $0.text("state")]
+            }
+        }
+        #expect(rows == [["start", "sent"]])
+        #expect(try database.outboxDepth().count == 0)
+    }
+
     /// One status change writes the order, its event and one outbox row per live activity, in one go.
     @Test(arguments: StoreBackend.all)
     func statusChangeWritesAllOrNothing(backend: StoreBackend) throws {

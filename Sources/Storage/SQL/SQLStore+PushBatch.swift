@@ -50,7 +50,7 @@ extension SQLStore {
         try writeSQL { connection in
             try StoreSQL.insertPushLogs(completions.compactMap(\.attempt), connection)
             try StoreSQL.finishSent(
-                completions.compactMap { $0.outcome == .sent ? $0.item.id : nil }, now: now, connection)
+                completions.compactMap { $0.outcome == .sent ? $0.item : nil }, now: now, connection)
             var shown: [ActivityKey: ShownState] = [:]
             for completion in completions {
                 switch completion.outcome {
@@ -183,9 +183,25 @@ extension StoreSQL {
         }
     }
 
-    /// Outbox rows whose push went out: they leave the queue.
-    static func finishSent(_ ids: [Int64], now: Date, _ connection: any SQLSession) throws {
-        for group in paddedGroups(ids) {
+    /// Outbox rows whose push went out: they leave the queue. An update's row is deleted: its attempt
+    /// is in the push log, and nothing reads a sent update again, so keeping it a day cost a move
+    /// into the index of closed rows and a delete by the retention pass, for every push. A start's
+    /// row is kept as sent: a start that no activity followed is found by it
+    /// (`markStalledStarts`), and a device gets an order's start once.
+    static func finishSent(_ items: [OutboxItem], now: Date, _ connection: any SQLSession) throws {
+        let updates = items.compactMap { item -> Int64? in
+            guard case .activity = item.target else { return nil }
+            return item.id
+        }
+        for group in paddedGroups(updates) {
+            try connection.cached("DELETE FROM outbox WHERE id IN (\(placeholders(group.count)))")
+                .run(group.map(DatabaseValue.integer))
+        }
+        let starts = items.compactMap { item -> Int64? in
+            guard case .start = item.target else { return nil }
+            return item.id
+        }
+        for group in paddedGroups(starts) {
             try connection.cached(
                 """
                 UPDATE outbox SET state = 'sent', last_error = NULL, lease_owner = NULL, lease_until = NULL,
