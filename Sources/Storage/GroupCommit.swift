@@ -106,7 +106,12 @@ final class GroupCommitter: Sendable {
                 ownAwaitsSync = own != nil
                 syncer.complete(group)
             } else {
-                for member in group where member !== own { member.finishTurn(completingOn: completionQueue) }
+                // One dispatch from the writer's thread, not one per write: the next group waits
+                // for this thread, and the completions fan out from a completion thread.
+                let completionQueue = completionQueue
+                completionQueue.async {
+                    for member in group where member !== own { member.finishTurn(completingOn: completionQueue) }
+                }
             }
             guard let next else { return ownAwaitsSync }
             if next.waits {
