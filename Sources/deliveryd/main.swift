@@ -181,7 +181,14 @@ do {
     let now = Date()
     if let adminKey = configuration.adminKey {
         let record = Credentials.configuredAdminKey(adminKey, now: now)
-        try storage.upsertAPIKey(record)
+        do {
+            try storage.upsertAPIKey(record)
+        } catch {
+            // Nodes starting together on one PostgreSQL upsert the same key at once, and PostgreSQL
+            // may refuse the second on the key's hash (its ON CONFLICT arbitrates the id only). Once
+            // the first committed, the same upsert takes the update path.
+            try storage.upsertAPIKey(record)
+        }
         if try storage.apiKey(id: record.id)?.revokedAt != nil {
             logger.warning(
                 "admin_key.configured_revoked",
