@@ -161,7 +161,8 @@ extension DeliveryService {
                 throw APIError.notFound("order not found")
             }
             let stored = try transaction.record(
-                try change(current, request, principal, call.now), now: call.now, requestID: call.request.requestID)
+                try change(current, request, principal, call.now), of: current, now: call.now,
+                requestID: call.request.requestID)
             // A placed order's start waits for its lead time: preparing it, or moving its ETA, moves that.
             var startsNow = 0
             if case .applied(let order, let event) = stored.outcome, event.from == .placed {

@@ -13,9 +13,11 @@ public protocol StoreTransaction {
     /// PostgreSQL: `SELECT … FOR UPDATE`.)
     func lockOrder(id: String) throws(StorageError) -> Order?
 
-    /// Stores what a change can change of an order: status, the stage it was cancelled at, ETA,
-    /// rider, and the time of the change.
-    func updateOrder(_ order: Order) throws(StorageError)
+    /// Stores what a change can change of an order (status, the stage it was cancelled at, ETA,
+    /// rider) where it differs from `previous`, the order as it was locked, and the time of the
+    /// change. Columns left as they were are not written: an indexed one would have its index
+    /// entries rewritten all the same (the rider's are in three indexes).
+    func updateOrder(_ order: Order, from previous: Order) throws(StorageError)
 
     /// Appends `event` to its order's history (tagged with the HTTP request behind it). Nothing waits
     /// for its id: the pushes it causes name it as their order's newest event (the order is locked).
@@ -98,13 +100,16 @@ public protocol StoreTransaction {
 }
 
 extension StoreTransaction {
-    /// Writes what the domain decided about an order: for `applied`, the order row, its event, and a
-    /// push to each live activity; `unchanged` writes nothing.
-    public func record(_ outcome: ChangeOutcome, now: Date, requestID: String?) throws(StorageError) -> StoredChange {
+    /// Writes what the domain decided about an order, `previous` as `lockOrder` read it: for
+    /// `applied`, the order row, its event, and a push to each live activity; `unchanged` writes
+    /// nothing.
+    public func record(_ outcome: ChangeOutcome, of previous: Order, now: Date, requestID: String?)
+        throws(StorageError) -> StoredChange
+    {
         guard case .applied(let order, let event) = outcome else {
             return StoredChange(outcome: outcome, eventID: nil, queuedPushes: 0)
         }
-        try updateOrder(order)
+        try updateOrder(order, from: previous)
         try appendEvent(event, requestID: requestID)
         let queued = try queueActivityPushes(
             orderID: order.id, carryingLatestEvent: true, now: now, requestID: requestID)

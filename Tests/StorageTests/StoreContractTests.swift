@@ -52,7 +52,7 @@ struct StoreContractTests {
             #expect(current == order, "the locked order is the stored one, private fields included")
             let outcome = try current.applying(
                 StatusChange(status: .preparing), by: .merchant(id: "m-1"), at: StoreFixtures.t0)
-            return try transaction.record(outcome, now: StoreFixtures.t0, requestID: "r-2")
+            return try transaction.record(outcome, of: current, now: StoreFixtures.t0, requestID: "r-2")
         }
         #expect(stored.queuedPushes == 1)
         #expect(try store.order(id: order.id)?.status == .preparing)
@@ -76,7 +76,7 @@ struct StoreContractTests {
             try store.write { transaction in
                 let current = try #require(try transaction.lockOrder(id: order.id))
                 let outcome = try current.applying(StatusChange(status: .pickup), by: .admin, at: StoreFixtures.t0)
-                _ = try transaction.record(outcome, now: StoreFixtures.t0, requestID: nil)
+                _ = try transaction.record(outcome, of: current, now: StoreFixtures.t0, requestID: nil)
                 throw OrderError(.illegalTransition, "refused after writing")
             }
         }
@@ -95,7 +95,7 @@ struct StoreContractTests {
         let stored = try store.write { transaction in
             let current = try #require(try transaction.lockOrder(id: order.id))
             let outcome = try current.applying(StatusChange(status: .placed), by: .admin, at: StoreFixtures.t0)
-            return try transaction.record(outcome, now: StoreFixtures.t0, requestID: nil)
+            return try transaction.record(outcome, of: current, now: StoreFixtures.t0, requestID: nil)
         }
         #expect(stored.eventID == nil && stored.queuedPushes == 0)
         #expect(try store.events(orderID: order.id).count == 1)
@@ -115,7 +115,7 @@ struct StoreContractTests {
                 let current = try #require(try transaction.lockOrder(id: order.id))
                 let later = current.estimatedArrival.addingTimeInterval(60)
                 let outcome = try current.changingEstimatedArrival(to: later, by: .admin, at: StoreFixtures.t0)
-                return try transaction.record(outcome, now: StoreFixtures.t0, requestID: nil)
+                return try transaction.record(outcome, of: current, now: StoreFixtures.t0, requestID: nil)
             }
         }
         #expect(try stores[1].events(orderID: order.id).count == 41)
@@ -136,7 +136,8 @@ struct StoreContractTests {
                         let current = try #require(try transaction.lockOrder(id: order.id))
                         let later = current.estimatedArrival.addingTimeInterval(60)
                         let outcome = try current.changingEstimatedArrival(to: later, by: .admin, at: StoreFixtures.t0)
-                        return try transaction.record(outcome, now: StoreFixtures.t0, requestID: nil).eventID
+                        return try transaction.record(outcome, of: current, now: StoreFixtures.t0, requestID: nil)
+                            .eventID
                     }
                 }
             }
@@ -150,7 +151,7 @@ struct StoreContractTests {
             try await store.write { transaction in
                 let current = try #require(try transaction.lockOrder(id: order.id))
                 let outcome = try current.applying(StatusChange(status: .preparing), by: .admin, at: StoreFixtures.t0)
-                _ = try transaction.record(outcome, now: StoreFixtures.t0, requestID: nil)
+                _ = try transaction.record(outcome, of: current, now: StoreFixtures.t0, requestID: nil)
                 throw OrderError(.illegalTransition, "refused after writing")
             }
         }

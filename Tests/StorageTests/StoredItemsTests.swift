@@ -33,6 +33,30 @@ struct StoredItemsTests {
                 == [LineItem(name: "x/y", quantity: 1, price: 2)])
     }
 
+    /// What `encode` writes is read by the fast path, which agrees with the general parser; a name
+    /// with an escape, or another layout, is left to the general parser.
+    @Test func theWrittenLayoutIsReadWithoutTheGeneralParser() throws {
+        let plain = [
+            LineItem(name: "Margherita", quantity: 2, price: 8.5), LineItem(name: "Café 🍰", quantity: 1, price: 4),
+            LineItem(name: "tiny", quantity: 3, price: 0.00001), LineItem(name: "", quantity: 0, price: -2.75),
+        ]
+        #expect(StoredItems.decodeOwnLayout(StoredItems.encode(plain)) == plain)
+        #expect(StoredItems.decodeOwnLayout(StoredItems.encode([])) == [])
+        #expect(
+            StoredItems.decodeOwnLayout(#" [ {"name": "x", "price": 2, "quantity": 1} ] "#)
+                == [LineItem(name: "x", quantity: 1, price: 2)])
+        let escaped = [LineItem(name: "say \"hi\"", quantity: 1, price: 1)]
+        #expect(StoredItems.decodeOwnLayout(StoredItems.encode(escaped)) == nil)
+        #expect(try StoredItems.decode(StoredItems.encode(escaped)) == escaped)
+        for text in [
+            #"[{"price":1,"name":"x","quantity":1}]"#, #"[{"name":"x","price":1,"quantity":1.5}]"#,
+            #"[{"name":"x","price":1,"quantity":1}"#, #"[{"name":"x","price":1,"quantity":1}]x"#,
+            #"[{"name":"x","price":,"quantity":1}]"#, #"[{"name":"x\u0041","price":1,"quantity":1}]"#,
+        ] {
+            #expect(StoredItems.decodeOwnLayout(text) == nil, "\(text)")
+        }
+    }
+
     @Test func malformedItemsAreAStorageError() {
         for text in ["", "{}", #"[{"name":"x"}]"#, #"[{"name":"x","quantity":1.5,"price":1}]"#] {
             #expect(throws: StorageError.self) { try StoredItems.decode(text) }

@@ -12,7 +12,7 @@ extension DeliveryStore {
     ) throws -> StoredChange? {
         try write { transaction in
             guard let current = try transaction.lockOrder(id: orderID) else { return nil }
-            return try transaction.record(try change(current), now: now, requestID: requestID)
+            return try transaction.record(try change(current), of: current, now: now, requestID: requestID)
         }
     }
 }

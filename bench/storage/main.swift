@@ -2,6 +2,7 @@ import DeliveryActivityContract
 import Foundation
 import OrderDomain
 import Storage
+import Synchronization
 import TestSupport
 
 // Status changes committed per second with N orders already in the table, each change one
@@ -28,7 +29,10 @@ func makeOrder(_ index: Int) throws -> (Order, OrderEvent) {
         address: "Hauptstr. \(index % 500), 10115 Berlin", payment: .init(method: "card", brand: "visa", last4: "4242"),
         estimatedArrival: now.addingTimeInterval(1800), note: "ring twice"
     )
-    return try draft.validated(id: "o-\(index)", merchantID: "m-\(index % 100)", by: .admin, at: now)
+    // Every order has its rider, as the API's orders do by the time riders post their statuses.
+    let (order, created) = try draft.validated(id: "o-\(index)", merchantID: "m-\(index % 100)", by: .admin, at: now)
+    let rider = Rider(id: "r-\(index % 1000)", name: "Rider \(index % 1000)", phone: "+49 30 7654321")
+    return (try order.assigning(rider, by: .admin, at: now).order, created)
 }
 
 let seedStart = Date()
@@ -51,23 +55,38 @@ checkpoints.schedule(deadline: .now() + 1, repeating: 1)
 checkpoints.setEventHandler { _ = try? database.checkpoint() }
 checkpoints.resume()
 
-// Distinct random orders, walked through the statuses in passes until `changes` commits are done.
+// Distinct random orders, walked through the statuses in passes until `changes` changes, shared out
+// among WRITERS threads (default 1): with several, group commit puts their changes in shared
+// transactions as it does the API's, and the rate is the writer's ceiling rather than the disk's.
 let targets = Array((0..<orderCount).shuffled().prefix(changes))
+let work = Array(
+    [OrderStatus.preparing, .pickup, .delivering, .delivered]
+        .flatMap { status in targets.map { (index: $0, status: status) } }.prefix(changes))
+let writers = max(1, Int(ProcessInfo.processInfo.environment["WRITERS"] ?? "") ?? 1)
+let writerShares = (0..<writers).map { writer in stride(from: writer, to: work.count, by: writers).map { work[$0] } }
 let start = DispatchTime.now().uptimeNanoseconds
-var committed = 0
-passes: for status in [OrderStatus.preparing, .pickup, .delivering, .delivered] {
-    for index in targets {
-        if committed == changes { break passes }
-        // What the API does for a status change: lock, decide, record.
-        let stored = try database.write { transaction -> StoredChange? in
-            guard let order = try transaction.lockOrder(id: "o-\(index)") else { return nil }
-            let now = Date()
-            let outcome = try order.applying(StatusChange(status: status), by: .admin, at: now)
-            return try transaction.record(outcome, now: now, requestID: nil)
+let finished = DispatchGroup()
+let committedCounts = Mutex([Int](repeating: 0, count: writers))
+for (writer, share) in writerShares.enumerated() {
+    finished.enter()
+    Thread {
+        var committed = 0
+        for change in share {
+            // What the API does for a status change: lock, decide, record.
+            let stored = try? database.write { transaction -> StoredChange? in
+                guard let order = try transaction.lockOrder(id: "o-\(change.index)") else { return nil }
+                let now = Date()
+                let outcome = try order.applying(StatusChange(status: change.status), by: .admin, at: now)
+                return try transaction.record(outcome, of: order, now: now, requestID: nil)
+            }
+            if stored?.eventID != nil { committed += 1 }
         }
-        if stored?.eventID != nil { committed += 1 }
-    }
+        committedCounts.withLock { $0[writer] = committed }
+        finished.leave()
+    }.start()
 }
+finished.wait()
+let committed = committedCounts.withLock { $0.reduce(0, +) }
 let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
 print(
     String(

@@ -16,19 +16,34 @@ struct SQLTransaction: StoreTransaction {
         }
     }
 
-    func updateOrder(_ order: Order) throws(StorageError) {
+    func updateOrder(_ order: Order, from previous: Order) throws(StorageError) {
+        var changed = OrderColumns()
+        var values: [DatabaseValue] = []
+        values.reserveCapacity(8)
+        if order.status != previous.status {
+            changed.insert(.status)
+            values.append(.text(order.status.rawValue))
+        }
+        if order.cancelledAt != previous.cancelledAt {
+            changed.insert(.cancelledAt)
+            values.append(order.cancelledAt.map { .text($0.rawValue) } ?? .null)
+        }
+        if order.estimatedArrival != previous.estimatedArrival {
+            changed.insert(.estimatedArrival)
+            values.append(.integer(order.estimatedArrival.storageMilliseconds))
+        }
+        if order.rider != previous.rider {
+            changed.insert(.rider)
+            values += [
+                order.rider.map { .text($0.id) } ?? .null, order.rider.map { .text($0.name) } ?? .null,
+                order.rider?.phone.map(DatabaseValue.text) ?? .null,
+            ]
+        }
+        values += [.integer(order.updatedAt.storageMilliseconds), .text(order.id)]
         try sql {
             try connection.send(
-                """
-                UPDATE orders SET status = ?, cancelled_at_status = ?, estimated_arrival = ?, rider_id = ?,
-                    rider_name = ?, rider_phone = ?, updated_at = ? WHERE id = ?
-                """,
-                [
-                    .text(order.status.rawValue), order.cancelledAt.map { .text($0.rawValue) } ?? .null,
-                    .integer(order.estimatedArrival.storageMilliseconds), order.rider.map { .text($0.id) } ?? .null,
-                    order.rider.map { .text($0.name) } ?? .null, order.rider?.phone.map(DatabaseValue.text) ?? .null,
-                    .integer(order.updatedAt.storageMilliseconds), .text(order.id),
-                ], expected: ExpectedChanges(rows: 1, else: StorageError("order \(order.id) is not stored")))
+                OrderColumns.updates[Int(changed.rawValue)], values,
+                expected: ExpectedChanges(rows: 1, else: StorageError("order \(order.id) is not stored")))
         }
     }
 
@@ -318,5 +333,30 @@ struct SQLTransaction: StoreTransaction {
         } catch {
             throw StorageError(error, context: "write failed")
         }
+    }
+}
+
+/// The columns of an order a change may set. An UPDATE names only those that changed: SQLite
+/// rewrites the entries of every index on a column it sets, changed or not (the rider's columns
+/// are in three indexes, the status in three).
+private struct OrderColumns: OptionSet {
+    let rawValue: UInt8
+
+    static let status = OrderColumns(rawValue: 1)
+    static let cancelledAt = OrderColumns(rawValue: 2)
+    static let estimatedArrival = OrderColumns(rawValue: 4)
+    static let rider = OrderColumns(rawValue: 8)
+
+    /// The UPDATE for each set of changed columns (its raw value the index), the time of the change
+    /// always set: sixteen texts, each prepared once per connection when first used.
+    static let updates: [String] = (0..<16).map { mask in
+        let changed = OrderColumns(rawValue: UInt8(mask))
+        var columns: [String] = []
+        if changed.contains(.status) { columns.append("status = ?") }
+        if changed.contains(.cancelledAt) { columns.append("cancelled_at_status = ?") }
+        if changed.contains(.estimatedArrival) { columns.append("estimated_arrival = ?") }
+        if changed.contains(.rider) { columns += ["rider_id = ?", "rider_name = ?", "rider_phone = ?"] }
+        columns.append("updated_at = ?")
+        return "UPDATE orders SET \(columns.joined(separator: ", ")) WHERE id = ?"
     }
 }
