@@ -160,7 +160,7 @@ public struct PushPlanner: Sendable {
         if !statusIsNew, activity.shown?.fingerprint == projector.fingerprint(state) {
             return .skip(.unchangedState)
         }
-        var priority = statusIsNew && (order.status == .pickup || order.status == .delivering) ? 10 : 5
+        var priority = Self.mayUseHighPriority(order: order, shown: activity.shown) ? 10 : 5
         if priority == 10 && activity.highPriorityPushesInLastHour >= configuration.highPriorityBudgetPerHour {
             priority = 5
         }
@@ -175,6 +175,13 @@ public struct PushPlanner: Sendable {
                 timestamp: Self.timestamp(now: now, after: activity.shown?.timestamp)
             )
         )
+    }
+
+    /// Whether an update of the order to an activity showing `shown` goes at priority 10, budget
+    /// allowing: the status is new and is one the customer acts on (the rider is at the
+    /// restaurant, or on the way). Only these need the activity's count of priority-10 pushes.
+    public static func mayUseHighPriority(order: Order, shown: ShownState?) -> Bool {
+        shown?.status != order.status && (order.status == .pickup || order.status == .delivering)
     }
 
     /// `<bundle id>.push-type.liveactivity`, the topic APNs requires for Live Activity pushes.

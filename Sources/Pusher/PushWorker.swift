@@ -201,7 +201,9 @@ public final class PushWorker {
         }
         guard !items.isEmpty else { return 0 }
         leaseKeeper.holding(true)
-        let context = try store.pushBatchContext(for: items, highPrioritySince: now.addingTimeInterval(-3600))
+        let context = try store.pushBatchContext(
+            for: items, highPrioritySince: now.addingTimeInterval(-3600),
+            countingFor: { order, activity in PushPlanner.mayUseHighPriority(order: order, shown: activity.shown) })
         var completions: [PushCompletion] = []
         var planned: [Planned] = []
         var androidTokens = Set<String>()

@@ -51,8 +51,11 @@ public protocol DeliveryStore: WebhookStore {
         throws(StorageError) -> Bool
 
     // The outbox and the push log.
-    func pushBatchContext(for items: [OutboxItem], highPrioritySince since: Date) throws(StorageError)
-        -> PushBatchContext
+    /// - Parameter counted: the activities whose high-priority pushes since `since` are counted
+    ///   (a count reads the activity's push log): only those a priority-10 push may go to.
+    func pushBatchContext(
+        for items: [OutboxItem], highPrioritySince since: Date, countingFor counted: (Order, ActivityRecord) -> Bool
+    ) throws(StorageError) -> PushBatchContext
     @discardableResult
     func completePushes(_ completions: [PushCompletion], now: Date) throws(StorageError) -> [Bool]
     func claimDue(owner: String, now: Date, lease: TimeInterval, limit: Int) throws(StorageError) -> [OutboxItem]
@@ -146,5 +149,14 @@ extension DeliveryStore {
     /// See `StoreTransaction.replayDeadLetters`.
     public func replayDeadLetters(ids: [Int64]?, now: Date) throws(StorageError) -> Int {
         try writing { transaction throws(StorageError) in try transaction.replayDeadLetters(ids: ids, now: now) }
+    }
+}
+
+extension DeliveryStore {
+    /// The context of a batch with every activity's high-priority pushes counted.
+    public func pushBatchContext(for items: [OutboxItem], highPrioritySince since: Date) throws(StorageError)
+        -> PushBatchContext
+    {
+        try pushBatchContext(for: items, highPrioritySince: since, countingFor: { _, _ in true })
     }
 }

@@ -311,6 +311,7 @@ public struct PushBatchContext: Sendable {
     public var activities: [ActivityKey: ActivityRecord] = [:]
     public var pushToStart: [DeviceKey: PushToStartRecord] = [:]
     /// Priority-10 pushes accepted per activity since the `since` of the read: the hourly budget.
+    /// Only the activities the read was asked to count are in it.
     public var highPriorityPushes: [ActivityKey: Int] = [:]
     /// For an Android activity's FCM token, the newest message any live activity with that token was
     /// sent (one phone following several orders): FCM's limits are the device's, not the order's.

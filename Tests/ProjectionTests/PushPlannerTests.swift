@@ -129,6 +129,27 @@ struct PushPlannerTests {
             )?.headers.priority == 10)
     }
 
+    /// The budget is read only for the updates `mayUseHighPriority` names (the pusher counts the push
+    /// log for those alone): past the budget, every other update's priority stays as it was.
+    @Test func onlyTheUpdatesItNamesReadTheBudget() throws {
+        let statuses: [OrderStatus?] = [nil, .placed, .preparing, .pickup, .delivering]
+        for shown in statuses {
+            for status in [OrderStatus.preparing, .pickup, .delivering] {
+                let order = Fixtures.order(status: status)
+                let shownState = shown.map { Fixtures.shown($0) }
+                let budgetLeft = ActivityContext(bundleID: "b", startedAt: Fixtures.placedAt, shown: shownState)
+                let budgetSpent = ActivityContext(
+                    bundleID: "b", startedAt: Fixtures.placedAt, shown: shownState, highPriorityPushesInLastHour: 1_000)
+                let withBudget = push(try planner.planUpdate(order: order, activity: budgetLeft, now: Fixtures.now))
+                let without = push(try planner.planUpdate(order: order, activity: budgetSpent, now: Fixtures.now))
+                let named = PushPlanner.mayUseHighPriority(order: order, shown: shownState)
+                #expect(
+                    (withBudget?.headers.priority == 10) == named, "shown \(String(describing: shown)), now \(status)")
+                if !named { #expect(without?.headers.priority == withBudget?.headers.priority) }
+            }
+        }
+    }
+
     /// Nothing goes to an activity older than 8 hours, and stale-date never points past its lifetime.
     @Test func lifetime() throws {
         let startedAt = Fixtures.now.addingTimeInterval(-8 * 3600 + 60)

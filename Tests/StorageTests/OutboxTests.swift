@@ -233,6 +233,24 @@ struct PriorityBudgetTests {
         #expect(try budgetUse("act-0", since: t) == 2)
         #expect(try budgetUse("act-0", since: t.addingTimeInterval(-3600)) == 3)
         #expect(try budgetUse("act-1", since: t) == 1)
+
+        // The caller names the activities it needs counted (those a priority-10 push may go to);
+        // the others are not read, and the predicate sees each activity with its order.
+        let both = ["act-0", "act-1"].map { activityID in
+            OutboxItem(
+                id: 0, orderID: "o-1", eventID: nil, target: .activity(activityID: activityID), attempts: 0, dueAt: t,
+                createdAt: t, requestID: nil)
+        }
+        var asked: [String] = []
+        let context = try database.pushBatchContext(
+            for: both, highPrioritySince: t,
+            countingFor: { order, activity in
+                asked.append("\(order.id)/\(activity.activityID)")
+                return activity.activityID == "act-1"
+            })
+        #expect(asked.sorted() == ["o-1/act-0", "o-1/act-1"])
+        #expect(context.highPriorityPushes == [ActivityKey(orderID: "o-1", activityID: "act-1"): 1])
+        #expect(context.activities.count == 2)
     }
 }
 

@@ -5,9 +5,9 @@ public import OrderDomain
 extension SQLStore {
     /// Reads the orders, activities, push-to-start tokens and budget use of a claimed batch at once,
     /// a few statements for the whole batch (see `StoreSQL.paddedGroups`).
-    public func pushBatchContext(for items: [OutboxItem], highPrioritySince since: Date) throws(StorageError)
-        -> PushBatchContext
-    {
+    public func pushBatchContext(
+        for items: [OutboxItem], highPrioritySince since: Date, countingFor counted: (Order, ActivityRecord) -> Bool
+    ) throws(StorageError) -> PushBatchContext {
         try readSession { connection in
             var context = PushBatchContext()
             for order in try StoreSQL.orders(ids: Array(Set(items.map(\.orderID))), connection) {
@@ -21,8 +21,10 @@ extension SQLStore {
             for record in try StoreSQL.activities(Array(wanted), connection) {
                 context.activities[ActivityKey(orderID: record.orderID, activityID: record.activityID)] = record
             }
-            context.highPriorityPushes = try StoreSQL.highPriorityPushes(
-                Array(context.activities.keys), since: since, connection)
+            let countedKeys = context.activities.filter { key, record in
+                context.orders[key.orderID].map { counted($0, record) } ?? false
+            }.keys
+            context.highPriorityPushes = try StoreSQL.highPriorityPushes(Array(countedKeys), since: since, connection)
             let androidTokens = Set(
                 context.activities.values.filter { $0.platform == .android && !$0.pushToken.isEmpty }.map(\.pushToken))
             context.lastSentToToken = try StoreSQL.newestAndroidMessages(toTokens: Array(androidTokens), connection)
