@@ -195,11 +195,10 @@ extension StoreSQL {
     private static let liveActivitiesOfOrder = "order_id = ? AND ended_at IS NULL AND push_token != ''"
 
     /// Queues a push to each live activity of an order, superseding their pending ones. One read
-    /// finds the activities, the event, and which activities have a push waiting; then each gets
-    /// the writes of `enqueue` (which PostgreSQL sends without waiting: a status change waits on the
-    /// database once here). Most activities have none waiting (the pusher sent the last change's),
-    /// and their supersede is left out. On SQLite's writer this takes two thirds of the instructions
-    /// of an `UPDATE` with a subquery over the activities and an `INSERT … SELECT … RETURNING`.
+    /// finds the activities (and the event), then each gets the two writes of `enqueue`, which
+    /// PostgreSQL sends without waiting: a status change waits on the database once here. On
+    /// SQLite's writer this takes two thirds of the instructions of an `UPDATE` with a subquery over
+    /// the activities and an `INSERT … SELECT … RETURNING`.
     /// - Parameter carryingLatestEvent: the rows name the order's newest event as their cause: the
     ///   one the caller's transaction appended, since it holds the order's lock.
     /// - Returns: how many were queued, and the event they carry.
@@ -208,23 +207,14 @@ extension StoreSQL {
     ) throws -> (count: Int, eventID: Int64?) {
         let event = carryingLatestEvent ? "(SELECT max(id) FROM order_events WHERE order_id = ?)" : "NULL"
         let live = try connection.cached(
-            """
-            SELECT activity_id, \(event) AS event_id, CASE WHEN EXISTS (
-                SELECT 1 FROM outbox WHERE outbox.order_id = activities.order_id AND kind = 'activity'
-                    AND target_id = activities.activity_id AND \(pendingRows)
-            ) THEN 1 ELSE 0 END AS waiting
-            FROM activities WHERE \(liveActivitiesOfOrder)
-            """
+            "SELECT activity_id, \(event) AS event_id FROM activities WHERE \(liveActivitiesOfOrder)"
         ).rows(carryingLatestEvent ? [.text(orderID), .text(orderID)] : [.text(orderID)]) {
-            (
-                activityID: try $0.text("activity_id"), eventID: try $0.optionalInt("event_id"),
-                waiting: try $0.int("waiting") != 0
-            )
+            (activityID: try $0.text("activity_id"), eventID: try $0.optionalInt("event_id"))
         }
         for activity in live {
             try enqueue(
                 orderID: orderID, eventID: activity.eventID, target: .activity(activityID: activity.activityID),
-                now: now, requestID: requestID, superseding: activity.waiting, connection)
+                now: now, requestID: requestID, connection)
         }
         return (live.count, live.first?.eventID)
     }
@@ -253,23 +243,19 @@ extension StoreSQL {
     }
 
     /// Queues a push, superseding the target's older pending rows: only the newest state is sent.
-    /// - Parameter superseding: `false` when the caller knows, in this transaction, that the
-    ///   target has none.
     static func enqueue(
         orderID: String, eventID: Int64?, target: OutboxTarget, now: Date, dueAt: Date? = nil, requestID: String?,
-        superseding: Bool = true, _ connection: any SQLSession
+        _ connection: any SQLSession
     )
         throws
     {
         let millis = Int64(now.storageMilliseconds)
         let due = max(millis, dueAt?.storageMilliseconds ?? millis)
-        if superseding {
-            try connection.send(
-                """
-                UPDATE outbox SET state = 'superseded', updated_at = ?
-                WHERE order_id = ? AND kind = ? AND target_id = ? AND \(pendingRows)
-                """, [.integer(millis), .text(orderID), .text(target.kind), .text(target.targetID)])
-        }
+        try connection.send(
+            """
+            UPDATE outbox SET state = 'superseded', updated_at = ?
+            WHERE order_id = ? AND kind = ? AND target_id = ? AND \(pendingRows)
+            """, [.integer(millis), .text(orderID), .text(target.kind), .text(target.targetID)])
         try connection.send(
             """
             \(insertIntoOutbox)
