@@ -73,13 +73,19 @@ for (writer, share) in writerShares.enumerated() {
         var committed = 0
         for change in share {
             // What the API does for a status change: lock, decide, record.
-            let stored = try? database.write { transaction -> StoredChange? in
-                guard let order = try transaction.lockOrder(id: "o-\(change.index)") else { return nil }
-                let now = Date()
-                let outcome = try order.applying(StatusChange(status: change.status), by: .admin, at: now)
-                return try transaction.record(outcome, of: order, now: now, requestID: nil)
+            do {
+                let stored = try database.write { transaction -> StoredChange? in
+                    guard let order = try transaction.lockOrder(id: "o-\(change.index)") else { return nil }
+                    let now = Date()
+                    let outcome = try order.applying(StatusChange(status: change.status), by: .admin, at: now)
+                    return try transaction.record(outcome, of: order, now: now, requestID: nil)
+                }
+                if stored?.eventID != nil { committed += 1 }
+            } catch {
+                // A failed change would leave the rate meaningless: stop the benchmark.
+                FileHandle.standardError.write(Data("storage-bench: \(error)\n".utf8))
+                exit(1)
             }
-            if stored?.eventID != nil { committed += 1 }
         }
         committedCounts.withLock { $0[writer] = committed }
         finished.leave()
