@@ -151,12 +151,3 @@ extension DeliveryStore {
         try writing { transaction throws(StorageError) in try transaction.replayDeadLetters(ids: ids, now: now) }
     }
 }
-
-extension DeliveryStore {
-    /// The context of a batch with every activity's high-priority pushes counted.
-    public func pushBatchContext(for items: [OutboxItem], highPrioritySince since: Date) throws(StorageError)
-        -> PushBatchContext
-    {
-        try pushBatchContext(for: items, highPrioritySince: since, countingFor: { _, _ in true })
-    }
-}

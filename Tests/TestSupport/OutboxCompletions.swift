@@ -16,3 +16,13 @@ extension DeliveryStore {
         try completePushes([PushCompletion(item: item, outcome: .retry(at: at, error: error))], now: now)
     }
 }
+
+extension DeliveryStore {
+    /// The planning read of a batch with every activity's high-priority pushes counted (the push
+    /// worker counts only those a priority-10 push may go to).
+    package func pushBatchContext(for items: [OutboxItem], highPrioritySince since: Date) throws(StorageError)
+        -> PushBatchContext
+    {
+        try pushBatchContext(for: items, highPrioritySince: since, countingFor: { _, _ in true })
+    }
+}
