@@ -4,7 +4,11 @@ package import Storage
 /// and prepared once per connection.
 extension PostgresConnection: SQLSession {
     package func cached(_ sql: String) -> PostgresStatement {
-        PostgresStatement(connection: self, sql: numbered(sql))
+        PostgresStatement(connection: self, sql: numbered(sql), plannedForValues: false)
+    }
+
+    package func plannedForValues(_ sql: String) -> PostgresStatement {
+        PostgresStatement(connection: self, sql: numbered(sql), plannedForValues: true)
     }
 
     package var dialect: SQLDialect { .postgres }
@@ -14,20 +18,26 @@ extension PostgresConnection: SQLSession {
     }
 }
 
-/// A statement of the store on one connection (prepared there the first time it runs).
+/// A statement of the store on one connection: prepared there the first time it runs, or planned
+/// at each call for its values (`SQLSession.plannedForValues`).
 package struct PostgresStatement: SQLStatement {
     let connection: PostgresConnection
     let sql: String
+    let plannedForValues: Bool
 
     package func run(_ values: [DatabaseValue]) throws {
-        try connection.query(sql, values)
+        try query(values)
     }
 
     package func rows<T>(_ values: [DatabaseValue], _ transform: (any DatabaseRow) throws -> T) throws -> [T] {
-        try connection.query(sql, values).map(transform)
+        try query(values).map(transform)
     }
 
     package func firstRow<T>(_ values: [DatabaseValue], _ transform: (any DatabaseRow) throws -> T) throws -> T? {
-        try connection.query(sql, values).first.map(transform)
+        try query(values).first.map(transform)
+    }
+
+    private func query(_ values: [DatabaseValue]) throws(StorageError) -> PostgresRows {
+        plannedForValues ? try connection.queryPlannedForValues(sql, values) : try connection.query(sql, values)
     }
 }

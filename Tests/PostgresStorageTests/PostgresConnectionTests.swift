@@ -142,6 +142,88 @@ struct PostgresConnectionTests {
         #expect(names == ["taken"])
     }
 
+    /// A prepared statement keeps one plan made without its values, however cheap the plans for
+    /// its values were while its table was nearly empty: planned again at each call otherwise.
+    @Test func preparedStatementsArePlannedOnce() throws {
+        let connection = try Self.connect()
+        try connection.execute(
+            "DROP TABLE IF EXISTS parcel; CREATE TABLE parcel (id text PRIMARY KEY, owner text, at bigint)")
+        let lookup = "SELECT id, at FROM parcel WHERE owner = $1 AND id = $2"
+        for call in 0..<10 { try connection.query(lookup, [.text("o\(call)"), .text("p\(call)")]) }
+        try connection.execute(
+            """
+            INSERT INTO parcel SELECT 'p' || n, 'o' || (n % 100), n FROM generate_series(1, 20000) AS n;
+            ANALYZE parcel
+            """)
+        for call in 0..<10 {
+            let rows = try connection.query(lookup, [.text("o\(call % 100)"), .text("p\(call + 100)")])
+            #expect(rows.count == 1)
+        }
+        let plans = try #require(
+            try connection.query(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1", [.text(lookup)]
+            ).first)
+        #expect(try plans.int("custom_plans") == 0)
+        #expect(try plans.int("generic_plans") == 20)
+    }
+
+    /// A statement planned for its values is planned at each call with them, and not kept
+    /// prepared: a narrow time range over a large table reads its index, one that takes every row
+    /// reads the table, which no single plan for any value does both.
+    @Test func aStatementPlannedForItsValuesUsesThem() throws {
+        let connection = try Self.connect()
+        try connection.execute(
+            """
+            DROP TABLE IF EXISTS attempt; CREATE TABLE attempt (id bigint PRIMARY KEY, at bigint NOT NULL);
+            INSERT INTO attempt SELECT n, (n * 7919) % 50000 FROM generate_series(1, 50000) AS n;
+            CREATE INDEX attempt_by_time ON attempt (at); ANALYZE attempt
+            """)
+        let sweep = "SELECT count(*) AS selected FROM attempt WHERE at < $1"
+        // This session's scans of the table not yet reported (the set-up's among them).
+        func scans() throws -> (sequential: Int64, index: Int64) {
+            let row = try #require(
+                try connection.query(
+                    "SELECT seq_scan, idx_scan FROM pg_stat_xact_user_tables WHERE relname = 'attempt'"
+                ).first)
+            return (try row.int("seq_scan"), try row.int("idx_scan"))
+        }
+        try connection.execute("BEGIN")
+        let before = try scans()
+        let narrow = try connection.queryPlannedForValues(sweep, [.integer(10)])
+        let afterNarrow = try scans()
+        let wide = try connection.queryPlannedForValues(sweep, [.integer(50_000)])
+        let afterWide = try scans()
+        try connection.execute("COMMIT")
+        #expect(try narrow[0].int("selected") == 10)
+        #expect(afterNarrow.sequential == before.sequential)
+        #expect(afterNarrow.index > before.index)
+        #expect(try wide[0].int("selected") == 50_000)
+        #expect(afterWide.sequential == afterNarrow.sequential + 1)
+        let kept = try connection.query(
+            "SELECT count(*) AS kept FROM pg_prepared_statements WHERE statement = $1", [.text(sweep)])
+        #expect(try kept[0].int("kept") == 0)
+        let setting = try connection.query("SELECT current_setting('plan_cache_mode') AS mode")
+        #expect(try setting[0].text("mode") == "force_generic_plan")
+    }
+
+    /// A statement planned for its values that fails leaves the connection planning once, in a
+    /// transaction (after its rollback) and outside one.
+    @Test func aFailedStatementPlannedForItsValuesLeavesOnePlan() throws {
+        let connection = try Self.connect()
+        let failing = "SELECT 1 / $1::int AS quotient"
+        func mode() throws -> String {
+            try connection.query("SELECT current_setting('plan_cache_mode') AS mode")[0].text("mode")
+        }
+        #expect(throws: StorageError.self) { try connection.queryPlannedForValues(failing, [.integer(0)]) }
+        #expect(try mode() == "force_generic_plan")
+        try connection.begin("BEGIN")
+        #expect(throws: StorageError.self) { try connection.queryPlannedForValues(failing, [.integer(0)]) }
+        try connection.rollback()
+        #expect(try mode() == "force_generic_plan")
+        #expect(try connection.queryPlannedForValues(failing, [.integer(4)])[0].int("quotient") == 0)
+        #expect(try mode() == "force_generic_plan")
+    }
+
     /// No server at the address: `unavailable`, within the connect timeout.
     @Test func noServerIsUnavailable() throws {
         let url = "postgresql://deliveryd:deliveryd@127.0.0.1:1/deliveryd"

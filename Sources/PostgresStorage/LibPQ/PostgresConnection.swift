@@ -22,7 +22,8 @@ package final class PostgresConnection {
     /// without waiting has its count checked by its `ExpectedChanges` instead.
     package private(set) var changes = 0
     /// Statements sent in pipeline mode whose results are not read yet (`sendWithoutWaiting`).
-    private var unread: [(sql: String, expected: ExpectedChanges?)] = []
+    /// Those that `answers` give the rows a wait returns; the others (`BEGIN`, `SET`) only their failure.
+    private var unread: [(sql: String, expected: ExpectedChanges?, answers: Bool)] = []
     /// Times this connection waited for the server's answers: the first wait of a transaction that
     /// finds the connection lost wrote nothing (`PostgresStore` then runs the work on another).
     package private(set) var roundTrips = 0
@@ -63,7 +64,12 @@ package final class PostgresConnection {
         }
         clibpq_quiet_notices(handle)
         let connection = PostgresConnection(handle: handle)
-        try connection.execute("SET statement_timeout = \(max(0, statementTimeout))")
+        // Prepared statements keep one plan, made without their values (see `planned`): left to
+        // itself, the server re-plans a statement at every call for as long as its average plan
+        // cost since the connection opened stays below that one's, and plans made while a table
+        // was nearly empty keep that average low for tens of thousands of calls (a queue's read
+        // re-planned at each of 24,500 calls: planning 4× its running time).
+        try connection.execute("SET statement_timeout = \(max(0, statementTimeout)); \(planningOnce)")
         return connection
     }
 
@@ -141,6 +147,30 @@ package final class PostgresConnection {
         return rows
     }
 
+    /// Runs one statement planned for its `parameters` at this call, not prepared: for a statement
+    /// whose best plan depends on its values (a time range, which on a large table may select a
+    /// few rows or most of them), where one plan for every value could scan a whole table.
+    @discardableResult
+    package func queryPlannedForValues(_ sql: String, _ parameters: [DatabaseValue]) throws(StorageError)
+        -> PostgresRows
+    {
+        if !sql.isReadOnlyStatement { writes += 1 }
+        try enterPipeline()
+        // The connection's setting forces one plan on every statement, this one too: it is lifted
+        // around it, in the same round trip. Should the statement fail, its transaction's rollback
+        // (or the implicit one of the round trip) takes the lifting back with it.
+        try sendUnprepared(Self.planningForValues)
+        let sent = withParameters(parameters) { count, values, lengths, formats in
+            PQsendQueryParams(handle, sql, count, nil, values, lengths, formats, 0)
+        }
+        guard sent == 1 else { throw sendFailure(sql) }
+        unread.append((sql, nil, true))
+        try sendUnprepared(Self.planningOnce)
+        guard let rows = try readUnread() else { throw StorageError("PostgreSQL sent no result [\(sql.prefix(200))]") }
+        changes = rows.affected
+        return rows
+    }
+
     /// Sends a statement in pipeline mode without waiting for its result, which is read with the next
     /// statement's that waits (`query`, `commit`, `execute`); `expected` is checked then. The first
     /// failure among them is thrown there, and the statements after it are not run.
@@ -153,9 +183,18 @@ package final class PostgresConnection {
     /// Starts a transaction without waiting: `BEGIN` goes out with the transaction's first statement.
     package func begin(_ sql: String) throws(StorageError) {
         try enterPipeline()
-        guard PQsendQueryParams(handle, sql, 0, nil, nil, nil, nil, 0) == 1 else { throw sendFailure(sql) }
-        unread.append((sql, nil))
+        try sendUnprepared(sql)
     }
+
+    /// Sends a statement without parameters, whose rows no one reads, in pipeline mode (the caller
+    /// entered it).
+    private func sendUnprepared(_ sql: String) throws(StorageError) {
+        guard PQsendQueryParams(handle, sql, 0, nil, nil, nil, nil, 0) == 1 else { throw sendFailure(sql) }
+        unread.append((sql, nil, false))
+    }
+
+    private static let planningOnce = "SET plan_cache_mode = force_generic_plan"
+    private static let planningForValues = "SET plan_cache_mode = auto"
 
     /// Commits, reading the results of everything sent before in the same round trip.
     package func commit() throws(StorageError) {
@@ -163,7 +202,7 @@ package final class PostgresConnection {
         guard PQsendQueryParams(handle, "COMMIT", 0, nil, nil, nil, nil, 0) == 1 else {
             throw sendFailure("COMMIT")
         }
-        unread.append(("COMMIT", nil))
+        unread.append(("COMMIT", nil, false))
         try readUnread()
     }
 
@@ -182,7 +221,7 @@ package final class PostgresConnection {
             PQsendQueryPrepared(handle, name, count, values, lengths, formats, 0)
         }
         guard sent == 1 else { throw sendFailure(sql) }
-        unread.append((sql, expected))
+        unread.append((sql, expected, true))
     }
 
     private func enterPipeline() throws(StorageError) {
@@ -191,7 +230,7 @@ package final class PostgresConnection {
     }
 
     /// Marks the end of what was sent, reads each statement's result in order, and leaves pipeline
-    /// mode. - Returns: the last statement's rows (`nil` when nothing was sent).
+    /// mode. - Returns: the rows of the last statement that answers (`nil` when none was sent).
     @discardableResult
     private func readUnread() throws(StorageError) -> PostgresRows? {
         guard !unread.isEmpty else { return nil }
@@ -210,7 +249,7 @@ package final class PostgresConnection {
                     try check(result, sql: statement.sql)
                     let rows = PostgresRows(result, query: statement.sql)
                     if let expected = statement.expected, rows.affected != expected.rows { failure = expected.error }
-                    last = rows
+                    if statement.answers { last = rows }
                 } catch {
                     failure = error
                 }
@@ -273,7 +312,7 @@ package final class PostgresConnection {
         defer { PQclear(result) }
         try check(result, sql: sql)
         statementNames[sql] = name
-        if sql.drop(while: \.isWhitespace).prefix(6).uppercased() == "SELECT" { readingStatements.insert(name) }
+        if sql.isReadOnlyStatement { readingStatements.insert(name) }
         return name
     }
 
@@ -321,6 +360,9 @@ private func withCArray<T>(_ values: [[CChar]?], _ body: ([UnsafePointer<CChar>?
 }
 
 extension String {
+    /// Whether the statement only reads (a `SELECT`).
+    fileprivate var isReadOnlyStatement: Bool { drop(while: \.isWhitespace).prefix(6).uppercased() == "SELECT" }
+
     fileprivate var trimmingTrailingNewlines: String {
         var text = self
         while text.last == "\n" || text.last == " " { text.removeLast() }

@@ -5,8 +5,15 @@
 package protocol SQLSession: AnyObject {
     associatedtype Statement: SQLStatement
 
-    /// The statement for `sql`, prepared once per connection and reused.
+    /// The statement for `sql`, prepared once per connection and reused. On PostgreSQL its plan is
+    /// made once, without the values: right for a lookup by key, which every value answers the
+    /// same way.
     func cached(_ sql: String) throws -> Statement
+
+    /// The statement for `sql` when its best plan depends on its values: a time range over a table
+    /// that grows (retention, replays), which may select a few rows or most. PostgreSQL plans it
+    /// at each call with its values; SQLite's plans do not look at values, so it is `cached`.
+    func plannedForValues(_ sql: String) throws -> Statement
 
     /// Rows the last INSERT, UPDATE or DELETE run with `run` changed (a `send`'s count is checked by
     /// its `expected` instead: on PostgreSQL it is not known yet).
@@ -34,6 +41,8 @@ package struct ExpectedChanges: Sendable {
 }
 
 extension SQLSession {
+    package func plannedForValues(_ sql: String) throws -> Statement { try cached(sql) }
+
     package func send(_ sql: String, _ values: [DatabaseValue], expected: ExpectedChanges?) throws {
         try cached(sql).run(values)
         if let expected, changes != expected.rows { throw expected.error }

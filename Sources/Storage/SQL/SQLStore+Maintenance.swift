@@ -9,25 +9,27 @@ extension SQLStore {
                 .integer(now.addingTimeInterval(-age).storageMilliseconds)
             }
             var report = PruneReport()
-            try connection.cached("DELETE FROM activities WHERE ended_at IS NOT NULL AND ended_at < ?")
+            try connection.plannedForValues("DELETE FROM activities WHERE ended_at IS NOT NULL AND ended_at < ?")
                 .run([cutoff(policy.endedActivities)])
             report.activities = connection.changes
-            try connection.cached("DELETE FROM push_log WHERE attempted_at < ?").run([cutoff(policy.pushLog)])
+            try connection.plannedForValues("DELETE FROM push_log WHERE attempted_at < ?").run([cutoff(policy.pushLog)])
             report.pushLog = connection.changes
-            try connection.cached("DELETE FROM outbox WHERE state IN ('sent', 'superseded') AND updated_at < ?")
-                .run([cutoff(policy.finishedOutboxRows)])
+            try connection.plannedForValues(
+                "DELETE FROM outbox WHERE state IN ('sent', 'superseded') AND updated_at < ?"
+            )
+            .run([cutoff(policy.finishedOutboxRows)])
             report.outbox = connection.changes
-            try connection.cached("DELETE FROM outbox WHERE state = 'dead' AND updated_at < ?").run([
+            try connection.plannedForValues("DELETE FROM outbox WHERE state = 'dead' AND updated_at < ?").run([
                 cutoff(policy.deadLetters)
             ])
             report.outbox += connection.changes
-            try connection.cached("DELETE FROM idempotency_keys WHERE expires_at < ?").run([cutoff(0)])
+            try connection.plannedForValues("DELETE FROM idempotency_keys WHERE expires_at < ?").run([cutoff(0)])
             report.idempotencyKeys = connection.changes
             let webhookCutoff = cutoff(policy.webhookHistory)
             // In the order the log was written: everything before its first attempt still kept. The
             // walk reads the rows it deletes and one more, where an index on the time would cost
             // every delivery a second B-tree change. A row older than one before it waits a pass.
-            try connection.cached(
+            try connection.plannedForValues(
                 """
                 DELETE FROM webhook_attempts WHERE id < coalesce(
                     (SELECT id FROM webhook_attempts WHERE attempted_at >= ? ORDER BY id LIMIT 1),
@@ -35,13 +37,13 @@ extension SQLStore {
                 """
             ).run([webhookCutoff])
             report.webhookAttempts = connection.changes
-            try connection.cached(
+            try connection.plannedForValues(
                 """
                 DELETE FROM webhook_deliveries WHERE state IN ('delivered', 'failed')
                   AND event_id IN (SELECT id FROM webhook_events WHERE created_at < ?)
                 """
             ).run([webhookCutoff])
-            try connection.cached(
+            try connection.plannedForValues(
                 """
                 DELETE FROM webhook_events WHERE created_at < ?
                   AND NOT EXISTS (SELECT 1 FROM webhook_deliveries AS d WHERE d.event_id = webhook_events.id)
@@ -103,13 +105,13 @@ extension StoreSQL {
         includingErased: Bool = false
     ) throws -> Int {
         let selected = "(\(condition))" + (includingErased ? "" : " AND personal_data_erased_at IS NULL")
-        try connection.cached(
+        try connection.plannedForValues(
             """
             UPDATE order_events SET reason = NULL
             WHERE reason IS NOT NULL AND order_id IN (SELECT id FROM orders WHERE \(selected))
             """
         ).run(arguments)
-        try connection.cached(
+        try connection.plannedForValues(
             """
             UPDATE orders SET customer_name = '', customer_phone = '', address = '', payment_method = '',
                 payment_brand = NULL, payment_last4 = NULL, note = NULL, rider_phone = NULL,

@@ -75,7 +75,7 @@ extension SQLStore {
     /// - Returns: the starts marked by this call.
     public func markStalledStarts(sentBefore: Date, now: Date) throws(StorageError) -> [StalledStart] {
         try writeSQL { connection in
-            let stalled = try connection.cached(
+            let stalled = try connection.plannedForValues(
                 """
                 UPDATE outbox SET last_error = ?
                 WHERE state IN ('sent', 'superseded') AND state = 'sent' AND kind = 'start' AND last_error IS NULL
