@@ -90,7 +90,8 @@ struct WebhookStoreTests {
         #expect(try store.webhookQueueCounts(endpointID: "ep-off").pending == 0)
     }
 
-    /// A merchant without endpoints pays one indexed read per change: nothing is stored for it.
+    /// A merchant without endpoints gets nothing stored (SQLite reads that it has none; PostgreSQL's
+    /// insert, sent without waiting, finds none).
     @Test(arguments: StoreBackend.all)
     func merchantsWithoutEndpointsStoreNoEvents(backend: StoreBackend) throws {
         let place = Place()

@@ -639,15 +639,33 @@ extension StoreSQL {
     }
 
     /// Stores an event of a merchant, in the transaction of the change that caused it; each of its
-    /// endpoints reads it from there (its stream). A merchant without endpoints gets nothing stored:
-    /// the one indexed read is all a change pays then.
-    /// `data` is built only when the merchant has an endpoint: most changes have none to tell,
-    /// and this runs inside the writer's transaction, which every write waits for.
+    /// endpoints reads it from there (its stream). A merchant without endpoints gets nothing stored.
+    ///
+    /// On SQLite one indexed read is all a change pays when no one listens, and `data` is built
+    /// only when the merchant has an endpoint: most changes have none to tell, and this runs inside
+    /// the writer's transaction, which every write waits for. PostgreSQL places the event in its
+    /// stream itself, so the insert tests for an endpoint and goes out without waiting: a read would
+    /// cost a change a round trip to the server, more than building `data` in vain.
     static func emitWebhook(
         _ type: WebhookEventType, merchantID: String, data: @autoclosure () -> [(String, WebhookField)], now: Date,
         _ connection: any SQLSession
     ) throws {
-        // One statement: whether anyone listens, and where SQLite's numbering of the merchant's events is.
+        if connection.dialect.placesWebhookEvents {
+            // Stored even when every endpoint is disabled: a re-enabled endpoint can replay the gap.
+            try connection.send(
+                """
+                INSERT INTO webhook_events (id, merchant_id, type, created_at, body)
+                SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM webhook_endpoints WHERE merchant_id = ?)
+                """,
+                [
+                    .text(WebhookEventBody.newEventID(now: now)), .text(merchantID), .text(type.rawValue),
+                    .integer(now.storageMilliseconds),
+                    .blob(WebhookEventBody.encode(type: type, timestamp: now, data: data())),
+                    .text(merchantID),
+                ])
+            return
+        }
+        // One statement: whether anyone listens, and where the merchant's numbering of events is.
         let stream =
             try connection.cached(
                 """
@@ -663,20 +681,13 @@ extension StoreSQL {
             }
         // Stored even when every endpoint is disabled: a re-enabled endpoint can replay the gap.
         guard let stream, stream.endpoints > 0 else { return }
-        let id = WebhookEventBody.newEventID(now: now)
-        let body = WebhookEventBody.encode(type: type, timestamp: now, data: data())
-        if connection.dialect.placesWebhookEvents {
-            try connection.cached(
-                "INSERT INTO webhook_events (id, merchant_id, type, created_at, body) VALUES (?, ?, ?, ?, ?)"
-            ).run([.text(id), .text(merchantID), .text(type.rawValue), .integer(now.storageMilliseconds), .blob(body)])
-            return
-        }
         // After the merchant's last event, and after every cursor: the last may have been pruned.
         let sequence = max(stream.last ?? 0, stream.cursor ?? 0) + 1
         try connection.cached(
             "INSERT INTO webhook_events (id, merchant_id, type, created_at, body, seq) VALUES (?, ?, ?, ?, ?, ?)"
         ).run([
-            .text(id), .text(merchantID), .text(type.rawValue), .integer(now.storageMilliseconds), .blob(body),
+            .text(WebhookEventBody.newEventID(now: now)), .text(merchantID), .text(type.rawValue),
+            .integer(now.storageMilliseconds), .blob(WebhookEventBody.encode(type: type, timestamp: now, data: data())),
             .integer(sequence),
         ])
     }
