@@ -170,7 +170,8 @@ extension DeliveryService {
                 let moved = try transaction.scheduleStarts(orderID: order.id, at: start, now: call.now)
                 startsNow = start <= call.now ? moved : 0
             }
-            let pushesQueued = stored.queuedPushes + startsNow
+            // Uncounted (PostgreSQL): the pusher is woken anyway, as the commit's notification would.
+            let pushesQueued = stored.queuedPushes.map { $0 + startsNow } ?? 1
             return Written {
                 let transition: JSONValue =
                     switch stored.outcome {

@@ -201,10 +201,12 @@ public struct PushAttempt: Sendable, Hashable {
 /// The result of writing a change: what the domain answered and what was queued.
 public struct StoredChange: Sendable, Hashable {
     public let outcome: ChangeOutcome
-    /// The `order_events` row id of an applied change, which its pushes carry; `nil` when it queued none.
+    /// The `order_events` row id of an applied change, which its pushes carry; `nil` when it queued
+    /// none, or where the store does not wait to learn it (PostgreSQL: the pushes name it themselves).
     public let eventID: Int64?
-    /// Outbox rows written (one per live activity, or start row).
-    public let queuedPushes: Int
+    /// Outbox rows written (one per live activity); `nil` where the store queues them without
+    /// counting (PostgreSQL, whose commit wakes every node's pushers: `SQLDialect.countsQueuedPushes`).
+    public let queuedPushes: Int?
 }
 
 /// The open order that has waited longest in one status: what an operator looks at first.

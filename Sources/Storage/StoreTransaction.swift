@@ -27,9 +27,11 @@ public protocol StoreTransaction {
     /// each activity are superseded (they coalesce into this one).
     /// - Parameter carryingLatestEvent: whether the pushes name the order's newest event (appended by
     ///   this transaction) as their cause.
-    /// - Returns: how many were queued, and the id of the event they carry (`nil` when none were).
+    /// - Returns: how many were queued, and the id of the event they carry (`nil` when none were);
+    ///   both `nil` where the store queues them without waiting to learn either (PostgreSQL,
+    ///   `SQLDialect.countsQueuedPushes`).
     func queueActivityPushes(orderID: String, carryingLatestEvent: Bool, now: Date, requestID: String?)
-        throws(StorageError) -> (count: Int, eventID: Int64?)
+        throws(StorageError) -> (count: Int?, eventID: Int64?)
 
     /// Stores a new order with its `created` event, and queues a `start` push for every push-to-start
     /// device of the merchant's customer, due at `startsAt` (a pre-order's start waits; `nil`: now).

@@ -55,15 +55,18 @@ struct BackendParityTests {
                     bundleID: "b", shown: index == 1 ? ShownState(status: .placed, fingerprint: "f") : nil,
                     liveLimit: 5, now: t.addingTimeInterval(Double(index))))
         }
-        note("to preparing", try StoreFixtures.setStatus(store, "o-1", .preparing, at: t.addingTimeInterval(10)))
-        note("cancel o-2", try StoreFixtures.setStatus(store, "o-2", .cancelled, at: t.addingTimeInterval(20)))
+        // The outcomes (a change's count of pushes is SQLite's alone: `SQLDialect.countsQueuedPushes`).
+        note(
+            "to preparing", try StoreFixtures.setStatus(store, "o-1", .preparing, at: t.addingTimeInterval(10)).outcome)
+        note("cancel o-2", try StoreFixtures.setStatus(store, "o-2", .cancelled, at: t.addingTimeInterval(20)).outcome)
         note("illegal", Self.outcome { try StoreFixtures.setStatus(store, "o-2", .preparing) })
         note(
             "assign o-1",
             try store.change(orderID: "o-1", now: t.addingTimeInterval(25)) { order throws(OrderError) in
                 try order.assigning(
                     Rider(id: "r-1", name: "Rita", phone: nil), by: .admin, at: t.addingTimeInterval(25))
-            } as Any)
+            }?.outcome as Any)
+        note("outbox after the changes", try store.outboxDepth())
         note(
             "rides",
             try store.recordRides(

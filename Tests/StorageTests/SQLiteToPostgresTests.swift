@@ -56,8 +56,15 @@ struct SQLiteToPostgresTests {
         let pending = try postgres.claimDue(owner: "w", now: t.addingTimeInterval(60), lease: 30, limit: 100)
         #expect(!pending.isEmpty)
         let stored = try StoreFixtures.setStatus(postgres, "o-3", .preparing)
+        #expect(stored.outcome.transitionName == "applied")
         let copiedEvents = try ["o-1", "o-2", "o-3"].flatMap { try sqlite.events(orderID: $0) }.count
-        #expect((stored.eventID ?? 0) > Int64(copiedEvents))
+        let newest = try PostgresConnection.connect(url: url).query(
+            """
+            SELECT (SELECT max(id) FROM order_events WHERE order_id = 'o-3') AS event,
+                (SELECT max(event_id) FROM outbox WHERE order_id = 'o-3') AS pushed
+            """)
+        #expect(try newest[0].int("event") > Int64(copiedEvents))
+        #expect(try newest[0].int("pushed") == newest[0].int("event"), "the change's push names its event")
         // The endpoint's stream holds the copied webhook events, then the new one.
         let copiedWebhookEvents = Set(try sqlite.webhookEvents(merchantID: "m-1", limit: 500).map(\.id))
         let made = try postgres.webhookEvents(merchantID: "m-1", limit: 500).map(\.id).filter {

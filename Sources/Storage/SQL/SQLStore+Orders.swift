@@ -219,6 +219,34 @@ extension StoreSQL {
         return (live.count, live.first?.eventID)
     }
 
+    /// `enqueueToLiveActivities` in two statements sent without waiting, whatever the number of
+    /// activities, counting nothing: a supersede of the pending pushes of the live activities, and
+    /// an insert of one push for each (naming the order's newest event, when `carryingLatestEvent`).
+    static func enqueueToLiveActivitiesWithoutWaiting(
+        orderID: String, carryingLatestEvent: Bool, now: Date, requestID: String?, _ connection: any SQLSession
+    ) throws {
+        let millis = Int64(now.storageMilliseconds)
+        try connection.send(
+            """
+            UPDATE outbox SET state = 'superseded', updated_at = ?
+            WHERE order_id = ? AND kind = 'activity' AND \(pendingRows)
+                AND target_id IN (SELECT activity_id FROM activities WHERE \(liveActivitiesOfOrder))
+            """, [.integer(millis), .text(orderID), .text(orderID)])
+        let event =
+            carryingLatestEvent
+            ? "(SELECT max(id) FROM order_events AS event WHERE event.order_id = activities.order_id)" : "NULL"
+        try connection.send(
+            """
+            \(insertIntoOutbox)
+            SELECT order_id, \(event), 'activity', activity_id, 'pending', ?, ?, ?, ?
+            FROM activities WHERE \(liveActivitiesOfOrder)
+            """,
+            [
+                .integer(millis), .integer(millis), .integer(millis), requestID.map(DatabaseValue.text) ?? .null,
+                .text(orderID),
+            ])
+    }
+
     /// The INSERT of an event, with the values `eventValues` gives.
     static let insertEvent = """
         INSERT INTO order_events (order_id, kind, from_status, to_status, actor, at, reason, request_id)

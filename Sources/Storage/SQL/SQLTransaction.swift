@@ -57,12 +57,19 @@ struct SQLTransaction: StoreTransaction {
     }
 
     func queueActivityPushes(orderID: String, carryingLatestEvent: Bool, now: Date, requestID: String?)
-        throws(StorageError) -> (count: Int, eventID: Int64?)
+        throws(StorageError) -> (count: Int?, eventID: Int64?)
     {
         try sql {
-            try StoreSQL.enqueueToLiveActivities(
+            guard connection.dialect.countsQueuedPushes else {
+                try StoreSQL.enqueueToLiveActivitiesWithoutWaiting(
+                    orderID: orderID, carryingLatestEvent: carryingLatestEvent, now: now, requestID: requestID,
+                    connection)
+                return (nil, nil)
+            }
+            let queued = try StoreSQL.enqueueToLiveActivities(
                 orderID: orderID, carryingLatestEvent: carryingLatestEvent, now: now, requestID: requestID,
                 connection)
+            return (queued.count, queued.eventID)
         }
     }
 
