@@ -164,14 +164,14 @@ extension DeliveryService {
                 try change(current, request, principal, call.now), of: current, now: call.now,
                 requestID: call.request.requestID)
             // A placed order's start waits for its lead time: preparing it, or moving its ETA, moves that.
-            var startsNow = 0
+            var startsNow: Int? = 0
             if case .applied(let order, let event) = stored.outcome, event.from == .placed {
                 let start = self.configuration.projection.startTime(of: order, now: call.now)
                 let moved = try transaction.scheduleStarts(orderID: order.id, at: start, now: call.now)
                 startsNow = start <= call.now ? moved : 0
             }
-            // Uncounted (PostgreSQL): the pusher is woken anyway, as the commit's notification would.
-            let pushesQueued = stored.queuedPushes.map { $0 + startsNow } ?? 1
+            // Uncounted (PostgreSQL writes them without waiting): the pusher is woken anyway.
+            let pushesQueued = stored.queuedPushes.flatMap { queued in startsNow.map { queued + $0 } } ?? 1
             return Written {
                 let transition: JSONValue =
                     switch stored.outcome {

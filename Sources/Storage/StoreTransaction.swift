@@ -43,8 +43,9 @@ public protocol StoreTransaction {
 
     /// Moves the order's waiting `start` pushes to `time` (not before `now`): a pre-order being
     /// prepared starts at once, a moved ETA moves its start.
-    /// - Returns: how many were moved.
-    func scheduleStarts(orderID: String, at time: Date, now: Date) throws(StorageError) -> Int
+    /// - Returns: how many were moved; `nil` where the store moves them without waiting to count
+    ///   (PostgreSQL, `SQLDialect.countsQueuedPushes`).
+    func scheduleStarts(orderID: String, at time: Date, now: Date) throws(StorageError) -> Int?
 
     /// Queues a `start` push, due now, for each push-to-start device of the order's customer that has
     /// not been sent this order's start yet (a waiting one is replaced by one due now).

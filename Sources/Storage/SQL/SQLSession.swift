@@ -88,10 +88,11 @@ package struct SQLDialect: Sendable {
     /// open rows for every candidate: a claim of 27 rows took 9 ms instead of 1. `OFFSET 0` keeps it
     /// a subquery; SQLite runs such subqueries per row anyway.
     package let perRowSubquery: String
-    /// Whether a status change's pushes are counted as they are queued. SQLite runs each statement
-    /// at once and counts for free. PostgreSQL queues them with statements sent without waiting:
-    /// counting would cost the change a wait on the server (a quarter of the changes a second in
-    /// `RUNS=postgres`), and its commit wakes every node's pushers (`deliveryd_outbox`) anyway.
+    /// Whether a status change counts the pushes it queues (and the starts it moves). SQLite runs
+    /// each statement at once and counts for free. PostgreSQL writes them with statements sent
+    /// without waiting: counting would cost the change a wait on the server (a fifth of the
+    /// changes a second in `RUNS=postgres`), and its commit wakes every node's pushers
+    /// (`deliveryd_outbox`) anyway.
     package let countsQueuedPushes: Bool
 
     package static let sqlite = SQLDialect(

@@ -103,19 +103,19 @@ struct SQLTransaction: StoreTransaction {
         }
     }
 
-    func scheduleStarts(orderID: String, at time: Date, now: Date) throws(StorageError) -> Int {
+    func scheduleStarts(orderID: String, at time: Date, now: Date) throws(StorageError) -> Int? {
         try sql {
-            try connection.cached(
+            try connection.send(
                 """
                 UPDATE outbox SET due_at = ?, updated_at = ?
                 WHERE order_id = ? AND kind = 'start' AND \(StoreSQL.pendingRows)
                   AND due_at != ?
-                """
-            ).run([
-                .integer(max(time, now).storageMilliseconds), .integer(now.storageMilliseconds), .text(orderID),
-                .integer(max(time, now).storageMilliseconds),
-            ])
-            return connection.changes
+                """,
+                [
+                    .integer(max(time, now).storageMilliseconds), .integer(now.storageMilliseconds), .text(orderID),
+                    .integer(max(time, now).storageMilliseconds),
+                ])
+            return connection.dialect.countsQueuedPushes ? connection.changes : nil
         }
     }
 
