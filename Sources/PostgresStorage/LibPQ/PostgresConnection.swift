@@ -64,11 +64,12 @@ package final class PostgresConnection {
         }
         clibpq_quiet_notices(handle)
         let connection = PostgresConnection(handle: handle)
-        // Prepared statements keep one plan, made without their values (see `planned`): left to
-        // itself, the server re-plans a statement at every call for as long as its average plan
-        // cost since the connection opened stays below that one's, and plans made while a table
-        // was nearly empty keep that average low for tens of thousands of calls (a queue's read
-        // re-planned at each of 24,500 calls: planning 4× its running time).
+        // Prepared statements keep one plan, made without their values (but see
+        // `queryPlannedForValues`). Left to itself, the server plans a statement again at every
+        // call for as long as the average cost of its plans since the connection opened stays below
+        // that one plan's, and plans made while a table was nearly empty keep that average low for
+        // tens of thousands of calls (a status change's read planned at each of 24,500 calls:
+        // planning four times its running time).
         try connection.execute("SET statement_timeout = \(max(0, statementTimeout)); \(planningOnce)")
         return connection
     }

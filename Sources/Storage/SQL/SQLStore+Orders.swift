@@ -194,11 +194,12 @@ extension StoreSQL {
     /// The activities of an order that a push can reach (the order's id its one parameter).
     private static let liveActivitiesOfOrder = "order_id = ? AND ended_at IS NULL AND push_token != ''"
 
-    /// Queues a push to each live activity of an order, superseding their pending ones. One read
-    /// finds the activities (and the event), then each gets the two writes of `enqueue`, which
-    /// PostgreSQL sends without waiting: a status change waits on the database once here. On
-    /// SQLite's writer this takes two thirds of the instructions of an `UPDATE` with a subquery over
-    /// the activities and an `INSERT … SELECT … RETURNING`.
+    /// Queues a push to each live activity of an order, superseding their pending ones, and counts
+    /// them. One read finds the activities (and the event), then each gets the two writes of
+    /// `enqueue`. On SQLite's writer this takes two thirds of the instructions of an `UPDATE` with a
+    /// subquery over the activities and an `INSERT … SELECT … RETURNING`; on PostgreSQL the read is
+    /// a wait on the server, which a status change leaves out (`enqueueToLiveActivitiesWithoutWaiting`)
+    /// and rides, whose count is a metric, pay.
     /// - Parameter carryingLatestEvent: the rows name the order's newest event as their cause: the
     ///   one the caller's transaction appended, since it holds the order's lock.
     /// - Returns: how many were queued, and the event they carry.
