@@ -161,11 +161,14 @@ public struct DeliveryService: Sendable {
         route(&router, "POST", "/v1/orders", writing: createOrder)
         route(&router, "GET", "/v1/orders/{id}", showOrder)
         // What merchants and riders post all day: started on the event loop when the key is cached.
-        route(&router, "POST", "/v1/orders/{id}/status", startsFromMemory: true, writing: changeStatus)
-        route(&router, "PATCH", "/v1/orders/{id}/eta", startsFromMemory: true, writing: changeEstimatedArrival)
-        route(&router, "PUT", "/v1/orders/{id}/rider", startsFromMemory: true, writing: assignRider)
+        route(
+            &router, "POST", "/v1/orders/{id}/status", startsFromMemory: true, locksOrder: true, writing: changeStatus)
+        route(
+            &router, "PATCH", "/v1/orders/{id}/eta", startsFromMemory: true, locksOrder: true,
+            writing: changeEstimatedArrival)
+        route(&router, "PUT", "/v1/orders/{id}/rider", startsFromMemory: true, locksOrder: true, writing: assignRider)
         route(&router, "GET", "/v1/orders/{id}/live-activity", showLiveActivity)
-        route(&router, "POST", "/v1/orders/{id}/live-activity/start", writing: startLiveActivity)
+        route(&router, "POST", "/v1/orders/{id}/live-activity/start", locksOrder: true, writing: startLiveActivity)
         route(&router, "POST", "/v1/orders/{id}/position", postOrderPosition)
         route(
             &router, "POST", "/v1/riders/{riderId}/position", fromMemory: postRiderPositionFromMemory,
@@ -173,7 +176,7 @@ public struct DeliveryService: Sendable {
         route(&router, "POST", "/v1/orders/{id}/tracking-token", reissueTrackingToken)
         route(&router, "GET", "/v1/orders/{id}/pushes", showPushes)
         route(&router, "GET", "/v1/orders/{id}/timeline", showTimeline)
-        route(&router, "PUT", "/v1/orders/{id}/activities/{activityId}", writing: registerActivity)
+        route(&router, "PUT", "/v1/orders/{id}/activities/{activityId}", locksOrder: true, writing: registerActivity)
         route(&router, "DELETE", "/v1/orders/{id}/activities/{activityId}", endActivity)
         route(
             &router, "PUT", "/v1/customers/{customerId}/push-to-start/{deviceId}", writing: registerPushToStart
@@ -249,10 +252,12 @@ public struct DeliveryService: Sendable {
     /// the event loop does the handler thread's part itself whenever it needs only memory: the
     /// caller's API key cached and no `Idempotency-Key` (a replay is read from the store), which is
     /// how merchants and riders post status changes. Only for handlers that read nothing before their
-    /// transaction, since the loop must not block.
+    /// transaction, since the loop must not block. With `locksOrder` the handler's transaction
+    /// locks the order of the path's `{id}` before anything else it locks or writes, and the store
+    /// may read it ahead with the other writes of its batch (`DeliveryStore.write(lockingOrder:…)`).
     private func route(
         _ router: inout Router, _ method: String, _ pattern: String, startsFromMemory: Bool = false,
-        writing handler: @escaping @Sendable (Call) throws -> TransactionStep
+        locksOrder: Bool = false, writing handler: @escaping @Sendable (Call) throws -> TransactionStep
     ) {
         let service = self
         let start: Router.DeferredHandler = { request, responder in
@@ -263,7 +268,8 @@ public struct DeliveryService: Sendable {
             } catch {
                 return responder.respond(Self.withCachePolicy(service.errorResponse(to: request, for: error)))
             }
-            service.write(Call(request: request, caller: caller, now: now), handler, responder: responder)
+            service.write(
+                Call(request: request, caller: caller, now: now), handler, locksOrder: locksOrder, responder: responder)
         }
         guard startsFromMemory else { return router.add(method, pattern, deferred: start) }
         router.add(
@@ -279,19 +285,28 @@ public struct DeliveryService: Sendable {
                     } catch {
                         return responder.respond(Self.withCachePolicy(service.errorResponse(to: request, for: error)))
                     }
-                    service.write(Call(request: request, caller: caller, now: now), handler, responder: responder)
+                    service.write(
+                        Call(request: request, caller: caller, now: now), handler, locksOrder: locksOrder,
+                        responder: responder)
                 }
             }, deferred: start)
     }
 
     /// Runs a write's handler under its idempotency key and answers once it committed or failed.
     private func write(
-        _ call: Call, _ handler: @escaping @Sendable (Call) throws -> TransactionStep, responder: Responder
+        _ call: Call, _ handler: @escaping @Sendable (Call) throws -> TransactionStep, locksOrder: Bool,
+        responder: Responder
     ) {
         let request = call.request
         let answer: @Sendable (HTTPResponse) -> Void = { responder.respond(Self.withCachePolicy($0)) }
         do {
-            try idempotency.perform(request, scope: call.caller.idempotencyScope, now: call.now) {
+            // Named ahead only when the order is the first lock the write takes: an `Idempotency-Key`
+            // is claimed before it, and a batch locking its orders first, beside a write that holds
+            // the key and waits for one of them, would deadlock.
+            let first = locksOrder && request.header(Idempotency.headerName) == nil ? call.parameter("id") : nil
+            try idempotency.perform(
+                request, scope: call.caller.idempotencyScope, now: call.now, lockingOrder: first
+            ) {
                 try handler(call)
             } completion: { [self] result in
                 switch result {

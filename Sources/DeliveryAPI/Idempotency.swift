@@ -53,14 +53,15 @@ final class Idempotency: Sendable {
     /// `perform` without waiting for the commit: `completion` gets the answer once the write
     /// committed or failed, on a thread of the store's. What fails before the write is queued (a
     /// malformed key, `prepare`, the replay's read) is thrown, and `completion` is not called.
+    /// - Parameter orderID: the order the write locks first, if known (`DeliveryStore.write`).
     func perform(
-        _ request: HTTPRequest, scope: String, now: Date,
+        _ request: HTTPRequest, scope: String, now: Date, lockingOrder orderID: String?,
         _ prepare: () throws -> DeliveryService.TransactionStep,
         completion: @escaping @Sendable (Result<DeliveryService.Written, any Error>) -> Void
     ) throws {
         switch try plan(request, scope: scope, now: now, prepare) {
         case .replay(let written): completion(.success(written))
-        case .write(let transaction): store.write(transaction, completion: completion)
+        case .write(let transaction): store.write(lockingOrder: orderID, transaction, completion: completion)
         }
     }
 

@@ -13,6 +13,8 @@ extension PostgresConnection: SQLSession {
 
     package var dialect: SQLDialect { .postgres }
 
+    package var lockedOrderReads: LockedOrderReads? { lockedOrders }
+
     package func send(_ sql: String, _ values: [DatabaseValue], expected: ExpectedChanges?) throws {
         try sendWithoutWaiting(numbered(sql), values, expected: expected)
     }

@@ -75,11 +75,12 @@ extension PostgresStore: SQLStore {
     }
 
     package func writeSession<T>(
-        _ body: @escaping @Sendable (any SQLSession) throws -> T,
+        lockingOrder orderID: String?, _ body: @escaping @Sendable (any SQLSession) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
         batcher.submit(
             PostgresWriteBatcher.Write(
+                lockingOrder: orderID,
                 attempt: { session in
                     let value = try body(session)
                     return { completion(.success(value)) }
@@ -137,6 +138,7 @@ extension PostgresStore: SQLStore {
     private func transaction<T>(begin: String, _ body: (any SQLSession) throws -> T) throws -> T {
         try onLiveConnection { connection in
             let roundTrips = connection.roundTrips
+            defer { connection.lockedOrders.forget() }  // reads ahead end with their transaction
             do {
                 try connection.begin(begin)
                 let value = try body(connection)

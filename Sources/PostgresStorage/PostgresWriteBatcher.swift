@@ -18,11 +18,16 @@ internal import Storage
 ///   `Retry-After`), as a caller waiting for a connection would: the queue never grows without bound
 ///   behind a slow database.
 /// - Writer threads start with the load, up to `writerLimit`, and end after a second without work.
+/// - The orders the writes name ahead (`lockingOrder`) are read and locked in one statement with
+///   the batch's `BEGIN`, so that a write's `lockOrder` of its order waits for nothing: a write
+///   waits on the server only where it reads something else.
 ///
 /// - Note: `@unchecked Sendable` is sound: `pending`, `running` and `waiting` are read and written
 ///   only while `condition` is locked; the rest are constants.
 final class PostgresWriteBatcher: @unchecked Sendable {
     struct Write: Sendable {
+        /// The order the write locks first, when known before it runs.
+        var lockingOrder: String? = nil
         /// Runs the write in the batch's transaction; what it returns answers the caller after the commit.
         let attempt: @Sendable (PostgresConnection) throws -> () -> Void
         /// Runs the write in a transaction of its own and answers the caller.
@@ -97,8 +102,11 @@ final class PostgresWriteBatcher: @unchecked Sendable {
         var committing = false
         do {
             try pool.withConnection { connection in
+                defer { connection.lockedOrders.forget() }
                 do {
                     try connection.begin("BEGIN")
+                    let named = batch.compactMap(\.lockingOrder)
+                    if !named.isEmpty { try connection.lockedOrders.readLocking(named, on: connection) }
                     for write in batch {
                         let writesBefore = connection.writes
                         do {

@@ -247,8 +247,9 @@ extension Database: SQLStore {
         try writeConnectionPassingThrough { connection in try body(connection) }
     }
 
+    /// The order's lock is SQLite's one writer, and its read is in process: nothing to read ahead.
     package func writeSession<T>(
-        _ body: @escaping @Sendable (any SQLSession) throws -> T,
+        lockingOrder orderID: String?, _ body: @escaping @Sendable (any SQLSession) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
         writeConnection({ connection in try body(connection) }, completion: completion)

@@ -25,8 +25,14 @@ public protocol DeliveryStore: WebhookStore {
     func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T
     /// `write` without a thread blocked while the commit waits: `completion` gets the outcome once the
     /// transaction committed or failed (on a thread of the store's).
+    /// - Parameter orderID: the order whose `lockOrder` comes first in `body`, when the caller knows
+    ///   it before `body` runs. A store that batches writes (PostgreSQL) reads and locks the orders
+    ///   of a batch in one statement before its writes run, and `lockOrder` answers from that read.
+    ///   So that batches and lone writes take their locks in one order, `body` must lock nothing
+    ///   before this order (no idempotency key claimed first), and change an order only after
+    ///   locking it.
     func write<T: Sendable>(
-        _ body: @escaping @Sendable (any StoreTransaction) throws -> T,
+        lockingOrder orderID: String?, _ body: @escaping @Sendable (any StoreTransaction) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void)
     func events(orderID: String) throws(StorageError) -> [OrderEvent]
     func orderCountsByStatus() throws(StorageError) -> [OrderStatus: Int]
@@ -100,6 +106,14 @@ extension DeliveryStore {
         } catch {
             throw StorageError(error, context: "write failed")
         }
+    }
+
+    /// `write(lockingOrder:_:completion:)` for a body that names no order ahead.
+    public func write<T: Sendable>(
+        _ body: @escaping @Sendable (any StoreTransaction) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        write(lockingOrder: nil, body, completion: completion)
     }
 
     /// `write` for a task: it is suspended, not blocking its thread, while the commit waits.

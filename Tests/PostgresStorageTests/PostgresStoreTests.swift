@@ -168,6 +168,7 @@ struct PostgresWriteBatchTests {
         func submit(_ number: Int, holding: Bool = false) {
             done.enter()
             store.writeSession(
+                lockingOrder: nil,
                 { session -> Int64 in
                     if holding { release.wait() }
                     let transaction = try session.cached("SELECT txid_current() AS t").firstRow { try $0.int("t") }
@@ -213,6 +214,7 @@ struct PostgresWriteBatchTests {
         let answered = DispatchSemaphore(value: 0)
         let outcomes = Mutex<[String: String]>([:])
         store.writeSession(
+            lockingOrder: nil,
             { session -> Int in
                 started.signal()
                 _ = held.wait(timeout: .now() + 6)
@@ -224,6 +226,7 @@ struct PostgresWriteBatchTests {
             })
         #expect(started.wait(timeout: .now() + 30) == .success)
         store.writeSession(
+            lockingOrder: nil,
             { _ in 1 },
             completion: { result in
                 let code: String

@@ -32,6 +32,8 @@ package final class PostgresConnection {
     package private(set) var writes = 0
     /// The prepared statements that only read.
     private var readingStatements: Set<String> = []
+    /// The store's reads ahead for a batch of writes on this connection (`PostgresWriteBatcher`).
+    package let lockedOrders = LockedOrderReads()
 
     private init(handle: OpaquePointer) {
         self.handle = handle

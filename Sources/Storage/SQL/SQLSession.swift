@@ -27,6 +27,10 @@ package protocol SQLSession: AnyObject {
     /// (one round trip for several); SQLite runs it at once. Its failure, or `expected` changes not
     /// met, is thrown there: the transaction fails either way.
     func send(_ sql: String, _ values: [DatabaseValue], expected: ExpectedChanges?) throws
+
+    /// Orders its batch read and locked before the batch's writes ran, for `lockOrder` to hand out;
+    /// `nil` where writes are not batched so (SQLite reads in process, without a wait to save).
+    var lockedOrderReads: LockedOrderReads? { get }
 }
 
 /// The rows a sent write must change, and the error if it does not.
@@ -42,6 +46,8 @@ package struct ExpectedChanges: Sendable {
 
 extension SQLSession {
     package func plannedForValues(_ sql: String) throws -> Statement { try cached(sql) }
+
+    package var lockedOrderReads: LockedOrderReads? { nil }
 
     package func send(_ sql: String, _ values: [DatabaseValue], expected: ExpectedChanges?) throws {
         try cached(sql).run(values)

@@ -15,8 +15,10 @@ package protocol SQLStore: DeliveryStore {
     func writeSession<T>(_ body: (any SQLSession) throws -> T) throws -> T
 
     /// `writeSession` for a caller that must not block a thread while the commit waits.
+    /// - Parameter orderID: the order `body` locks first, if it is known before it runs (see
+    ///   `DeliveryStore.write(lockingOrder:_:completion:)`).
     func writeSession<T>(
-        _ body: @escaping @Sendable (any SQLSession) throws -> T,
+        lockingOrder orderID: String?, _ body: @escaping @Sendable (any SQLSession) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void)
 
     /// Drops what the engine still keeps of rows an erasure overwrote (SQLite's write-ahead log,
@@ -43,10 +45,12 @@ extension SQLStore {
     /// `write` for a caller that must not block a thread while its commit waits: `completion` gets
     /// the outcome once the transaction that holds the write committed or failed.
     public func write<T: Sendable>(
-        _ body: @escaping @Sendable (any StoreTransaction) throws -> T,
+        lockingOrder orderID: String?, _ body: @escaping @Sendable (any StoreTransaction) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
-        writeSession({ session in try body(SQLTransaction(connection: session)) }, completion: completion)
+        writeSession(
+            lockingOrder: orderID, { session in try body(SQLTransaction(connection: session)) },
+            completion: completion)
     }
 }
 

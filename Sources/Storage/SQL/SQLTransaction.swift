@@ -8,7 +8,8 @@ struct SQLTransaction: StoreTransaction {
     let connection: any SQLSession
 
     func lockOrder(id: String) throws(StorageError) -> Order? {
-        try sql {
+        if let read = connection.lockedOrderReads?.take(id) { return read }
+        return try sql {
             try connection.cached(
                 "SELECT \(StoreSQL.orderColumns) FROM orders WHERE id = ?\(connection.dialect.lockingRows)"
             )
