@@ -2,6 +2,7 @@ import Foundation
 import OrderDomain
 import Storage
 import TestSupport
+import Testing
 
 /// `StoreFixtures.setStatus` named an order that is not there.
 struct MissingOrder: Error {
@@ -50,5 +51,15 @@ enum StoreFixtures {
         }
         guard let stored else { throw MissingOrder(id: id) }
         return stored
+    }
+
+    /// The id of order `id`'s newest event, read from the store's table (on PostgreSQL a change does
+    /// not return it: `StoredChange.eventID`).
+    static func newestEventID(_ database: any DeliveryStore, _ id: String) throws -> Int64? {
+        let store = try #require(database as? any SQLStore)
+        return try store.readSession { session in
+            try session.cached("SELECT max(id) AS newest FROM order_events WHERE order_id = ?")
+                .firstRow([.text(id)]) { try $0.optionalInt("newest") } ?? nil
+        }
     }
 }
