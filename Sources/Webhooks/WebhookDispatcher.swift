@@ -1,3 +1,4 @@
+internal import CLinuxShim
 public import Cryptography
 internal import Dispatch
 public import Foundation
@@ -29,6 +30,10 @@ public struct WebhookDispatcherConfiguration: Sendable {
     public var maximumPause: TimeInterval = 3_600
     /// CA bundle to trust; `nil` for the system's.
     public var caFile: String? = nil
+    /// The dispatcher thread's niceness (0 to 19). Webhooks are the one job that may wait: when the
+    /// cores are busy, the request path, the writer and the pushers go first, and the dispatcher
+    /// catches up on what is left of the CPU (its queue is durable).
+    public var threadNiceness: Int32 = 10
 
     public init(policy: WebhookURLPolicy = WebhookURLPolicy()) {
         self.policy = policy
@@ -74,8 +79,14 @@ public final class WebhookDispatcher: Sendable {
             policy: configuration.policy, timeoutMilliseconds: Int(configuration.timeoutSeconds * 1000),
             caFile: configuration.caFile, idleLimit: configuration.maximumInFlight)
         let box = TransportBox(transport)
+        // Made here, so that its thread has this thread's priority, not the dispatcher's.
+        let storeCalls = StoreCallThread(name: "webhooks-store")
         let thread = Thread { [self] in
-            run(box.take())
+            if configuration.threadNiceness > 0, clinux_set_thread_niceness(configuration.threadNiceness) != 0 {
+                logger.warning("webhook.niceness_not_set", ["errno": .string(String(errno))])
+            }
+            run(box.take(), storeCalls: storeCalls)
+            storeCalls.close()
             finished.signal()
         }
         thread.name = "webhooks"
@@ -95,8 +106,9 @@ public final class WebhookDispatcher: Sendable {
         return finished.wait(timeout: .now() + timeout) == .success
     }
 
-    private func run(_ transport: WebhookTransport) {
-        let sender = AttemptSender(transport: transport, signer: WebhookSigner(sealingKey: sealingKey))
+    private func run(_ transport: WebhookTransport, storeCalls: StoreCallThread) {
+        let sender = AttemptSender(
+            transport: transport, signer: WebhookSigner(sealingKey: sealingKey), storeCalls: storeCalls)
         var held = HeldDeliveries(
             perEndpoint: configuration.perEndpoint, maximumInFlight: configuration.maximumInFlight)
         // Outcomes not written yet: a round writes them together, in one transaction.
@@ -130,7 +142,11 @@ public final class WebhookDispatcher: Sendable {
             }
             if finished {
                 // Another node may read the streams at once rather than after the lease.
-                do { try store.releaseWebhookStreams(owner: owner) } catch {
+                do {
+                    try storeCalls.run { [store, owner] () throws(StorageError) in
+                        try store.releaseWebhookStreams(owner: owner)
+                    }
+                } catch {
                     logger.warning("webhook.release_failed", ["error": .string("\(error)")])
                 }
                 return
@@ -196,9 +212,12 @@ public final class WebhookDispatcher: Sendable {
         answered.removeAll(keepingCapacity: true)
         let progress = held.streamProgress
         do {
-            let claim = try store.exchangeWebhookDeliveries(
-                written, owner: owner, now: now, lease: lease, limit: room, perEndpoint: held.perEndpointCapacity,
-                inFlight: held.byEndpoint, streams: progress)
+            let (perEndpoint, inFlight) = (held.perEndpointCapacity, held.byEndpoint)
+            let claim = try sender.storeCalls.run { [store, owner] () throws(StorageError) in
+                try store.exchangeWebhookDeliveries(
+                    written, owner: owner, now: now, lease: lease, limit: room, perEndpoint: perEndpoint,
+                    inFlight: inFlight, streams: progress)
+            }
             report(written)
             held.recorded(progress)
             held.queue(claim, at: now)
@@ -486,10 +505,12 @@ struct FIFO<Element> {
     }
 }
 
-/// What the dispatcher's thread sends with: its transport and its signing keys, both its own.
+/// What the dispatcher's thread sends with: its transport and its signing keys, both its own, and
+/// the thread that makes its store calls.
 private struct AttemptSender {
     let transport: WebhookTransport
     let signer: WebhookSigner
+    let storeCalls: StoreCallThread
 }
 
 /// Hands the transport, made on the starting thread (where its failure can be reported), to the

@@ -24,7 +24,7 @@ struct WebhookDeliveryTests {
 
         init(
             policy: WebhookURLPolicy = WebhookURLPolicy(allowsHTTP: true, allowsPrivateNetworks: true),
-            timeout: Double = 20
+            timeout: Double = 20, niceness: Int32 = WebhookDispatcherConfiguration(policy: .init()).threadNiceness
         )
             throws
         {
@@ -35,6 +35,7 @@ struct WebhookDeliveryTests {
             configuration.retrySchedule = WebhookRetrySchedule(delays: Array(repeating: 0.2, count: 200))
             configuration.perEndpoint = 2
             configuration.pollInterval = 0.05
+            configuration.threadNiceness = niceness
             let log = self.log
             dispatcher = WebhookDispatcher(
                 store: store, sealingKey: sealingKey, configuration: configuration, owner: "test",
@@ -203,6 +204,32 @@ struct WebhookDeliveryTests {
         let times = slow.records().compactMap { $0["received_at"] as? Double }
         #expect(times[1] - times[0] >= 1.9, "the pause asked for was not kept: \(times[1] - times[0]) s")
         #expect(try harness.wait { try harness.store.webhookQueueCounts(endpointID: slowEndpoint.id).delivered == 1 })
+    }
+
+    /// The dispatcher's thread, and only it, runs at the configured niceness: webhooks give way to
+    /// the request path when the cores are busy, and deliver all the same.
+    @Test func theDispatcherThreadGivesWayToTheRequestPath() throws {
+        let receiver = try WebhookReceiver()
+        // A niceness no other test's dispatcher uses, so the thread found is this harness's.
+        let harness = try Harness(niceness: 13)
+        try harness.endpoint(receiver.url)
+        try harness.orders(3)
+        #expect(receiver.wait { $0.count == 3 }, "a dispatcher at niceness 13 delivers")
+        #expect(Self.threadNicenesses().filter { $0 == 13 }.count == 1, "one thread at the dispatcher's niceness")
+        #expect(Self.threadNicenesses().contains(0), "the rest of the process keeps its priority")
+    }
+
+    /// The niceness of every thread of this process (`/proc/self/task/*/stat`, field 19).
+    static func threadNicenesses() -> [Int] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.compactMap { task in
+            guard let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
+                let nameEnd = stat.lastIndex(of: ")")
+            else { return nil }
+            // The fields after the command's closing parenthesis start at field 3 (the state).
+            let fields = stat[stat.index(nameEnd, offsetBy: 2)...].split(separator: " ")
+            return fields.count > 16 ? Int(fields[16]) : nil
+        }
     }
 
     /// A receiver that hangs holds its own endpoint's attempts (at most `perEndpoint`), never another's.
