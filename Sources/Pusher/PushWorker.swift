@@ -193,17 +193,19 @@ public final class PushWorker {
     /// the claim never waits behind the write, and the write runs on the other core. The rows stay
     /// leased until written, so the next claim skips their activities. One write is outstanding at most.
     private func runBatch(now: Date, overlapBookkeeping: Bool) async throws -> Int {
-        let items = try store.claimDue(
-            owner: owner, now: now, lease: configuration.lease, limit: configuration.batchSize)
+        // The batch's orders and activities are read with the claim: the claim's transaction has
+        // them at hand (see `claimBatch`).
+        let batch = try store.claimBatch(
+            owner: owner, now: now, lease: configuration.lease, limit: configuration.batchSize,
+            highPrioritySince: now.addingTimeInterval(-3600),
+            countingFor: { order, activity in PushPlanner.mayUseHighPriority(order: order, shown: activity.shown) })
+        let (items, context) = (batch.items, batch.context)
         if let held = heldCompletions {
             heldCompletions = nil
             try submit(held.completions, now: held.now)
         }
         guard !items.isEmpty else { return 0 }
         leaseKeeper.holding(true)
-        let context = try store.pushBatchContext(
-            for: items, highPrioritySince: now.addingTimeInterval(-3600),
-            countingFor: { order, activity in PushPlanner.mayUseHighPriority(order: order, shown: activity.shown) })
         var completions: [PushCompletion] = []
         var planned: [Planned] = []
         var androidTokens = Set<String>()

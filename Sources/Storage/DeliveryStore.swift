@@ -65,6 +65,11 @@ public protocol DeliveryStore: WebhookStore {
     @discardableResult
     func completePushes(_ completions: [PushCompletion], now: Date) throws(StorageError) -> [Bool]
     func claimDue(owner: String, now: Date, lease: TimeInterval, limit: Int) throws(StorageError) -> [OutboxItem]
+    /// `claimDue`, and the `pushBatchContext` of what it claimed read in the same transaction.
+    func claimBatch(
+        owner: String, now: Date, lease: TimeInterval, limit: Int, highPrioritySince since: Date,
+        countingFor counted: (Order, ActivityRecord) -> Bool
+    ) throws(StorageError) -> ClaimedBatch
     func extendLeases(owner: String, until: Date) throws(StorageError) -> Int
     func outboxDepth() throws(StorageError) -> (count: Int, oldestDue: Date?)
     func markStalledStarts(sentBefore: Date, now: Date) throws(StorageError) -> [StalledStart]

@@ -322,6 +322,17 @@ public struct PushBatchContext: Sendable {
     public init() {}
 }
 
+/// Rows claimed for one push worker's batch, with what planning them needs.
+public struct ClaimedBatch: Sendable {
+    public var items: [OutboxItem]
+    public var context: PushBatchContext
+
+    public init(items: [OutboxItem], context: PushBatchContext) {
+        self.items = items
+        self.context = context
+    }
+}
+
 /// What to write for one finished row of a batch; a batch of them is written in one transaction.
 public struct PushCompletion: Sendable {
     public enum RowOutcome: Sendable, Hashable {

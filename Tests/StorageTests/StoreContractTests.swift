@@ -86,6 +86,54 @@ struct StoreContractTests {
         #expect(claimed.first?.requestID == "r-2")
     }
 
+    /// A claimed batch comes with its planning read, made in the claim's transaction: the same as a
+    /// read of its own right after, the activities counted only where the caller asks.
+    @Test(arguments: StoreBackend.all)
+    func aClaimedBatchComesWithItsPlanningRead(backend: StoreBackend) throws {
+        let place = Place()
+        let store = try backend.open(place.path)
+        let first = try StoreFixtures.seed(store, id: "o-1", activities: 2)
+        let second = try StoreFixtures.seed(store, id: "o-2", activities: 1)
+        // The registrations' pushes go out, one of them at priority 10: a budget to count.
+        let registered = try store.claimDue(owner: "w", now: StoreFixtures.t0, lease: 30, limit: 10)
+        #expect(registered.count == 3)
+        for item in registered {
+            let counted = item.orderID == "o-1" && item.target == .activity(activityID: "act-0")
+            try store.markSent(
+                item, now: StoreFixtures.t0,
+                attempt: PushAttempt(
+                    orderID: item.orderID, targetID: "act-\(counted ? 0 : 1)", event: "update",
+                    priority: counted ? 10 : 5, httpStatus: 200, reason: nil, apnsID: nil, latencyMilliseconds: 2,
+                    attemptedAt: StoreFixtures.t0))
+        }
+        _ = try StoreFixtures.setStatus(store, first.id, .preparing)
+        _ = try StoreFixtures.setStatus(store, second.id, .preparing)
+
+        let onlyTheFirstOrder: (Order, ActivityRecord) -> Bool = { order, _ in order.id == "o-1" }
+        let since = StoreFixtures.t0.addingTimeInterval(-3600)
+        let batch = try store.claimBatch(
+            owner: "w", now: StoreFixtures.t0.addingTimeInterval(1), lease: 30, limit: 10, highPrioritySince: since,
+            countingFor: onlyTheFirstOrder)
+        #expect(batch.items.map(\.orderID).sorted() == ["o-1", "o-1", "o-2"])
+        let alone = try store.pushBatchContext(
+            for: batch.items, highPrioritySince: since, countingFor: onlyTheFirstOrder)
+        #expect(batch.context.orders == alone.orders)
+        #expect(batch.context.orders["o-1"]?.status == .preparing, "the claim reads the change that queued it")
+        #expect(batch.context.activities == alone.activities)
+        #expect(batch.context.activities.count == 3)
+        #expect(batch.context.highPriorityPushes == alone.highPriorityPushes)
+        #expect(
+            batch.context.highPriorityPushes == [
+                ActivityKey(orderID: "o-1", activityID: "act-0"): 1,
+                ActivityKey(orderID: "o-1", activityID: "act-1"): 0,
+            ])
+        // The rows are claimed: a second claim finds nothing, and its batch reads nothing.
+        let empty = try store.claimBatch(
+            owner: "w2", now: StoreFixtures.t0.addingTimeInterval(2), lease: 30, limit: 10, highPrioritySince: since,
+            countingFor: onlyTheFirstOrder)
+        #expect(empty.items.isEmpty && empty.context.orders.isEmpty)
+    }
+
     /// A body that throws leaves nothing, and its error comes back as it is: a domain refusal after
     /// writes were made is an `OrderError`, not a storage failure.
     @Test(arguments: StoreBackend.all)

@@ -32,40 +32,7 @@ extension SQLStore {
     public func claimDue(owner: String, now: Date, lease: TimeInterval, limit: Int) throws(StorageError) -> [OutboxItem]
     {
         try writeSQL { connection in
-            let millis = now.storageMilliseconds
-            try connection.cached(
-                """
-                UPDATE outbox SET state = \(StoreSQL.stateAfterSending), lease_owner = NULL, lease_until = NULL, updated_at = ?
-                WHERE state = 'sending' AND lease_until <= ?
-                """
-            ).run([.integer(millis), .integer(millis)])
-            return try connection.cached(
-                """
-                UPDATE outbox SET state = 'sending', lease_owner = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
-                WHERE id IN (
-                    SELECT id FROM outbox AS candidate
-                    WHERE state = 'pending' AND due_at <= ?
-                      AND NOT EXISTS (
-                          SELECT 1 FROM outbox AS busy
-                          WHERE busy.order_id = candidate.order_id AND busy.kind = candidate.kind
-                            AND busy.target_id = candidate.target_id AND busy.state IN ('pending', 'sending')
-                            AND ((busy.state = 'sending' AND +busy.lease_until > ?)
-                                OR (busy.state = 'pending' AND busy.id > candidate.id))\(connection.dialect.perRowSubquery))
-                    ORDER BY due_at, id LIMIT ?\(connection.dialect.skippingLockedRows))
-                RETURNING id, order_id, event_id, kind, target_id, attempts, due_at, created_at, request_id
-                """
-            ).rows([
-                .text(owner), .integer(millis + Int64(lease * 1000)), .integer(millis), .integer(millis),
-                .integer(millis), .integer(Int64(limit)),
-            ]) { row in
-                OutboxItem(
-                    id: try row.int("id"), orderID: try row.text("order_id"), eventID: try row.optionalInt("event_id"),
-                    target: try StoreSQL.decodeTarget(row), attempts: Int(try row.int("attempts")),
-                    dueAt: Date(storageMilliseconds: try row.int("due_at")),
-                    createdAt: Date(storageMilliseconds: try row.int("created_at")),
-                    requestID: try row.optionalText("request_id")
-                )
-            }.sorted { $0.id < $1.id }
+            try StoreSQL.claimDue(owner: owner, now: now, lease: lease, limit: limit, connection)
         }
     }
 
@@ -273,5 +240,47 @@ extension StoreSQL {
         try connection.cached(
             "UPDATE outbox SET state = ?, last_error = ?, lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE id = ?"
         ).run([.text(state), error.map(DatabaseValue.text) ?? .null, .integer(now.storageMilliseconds), .integer(id)])
+    }
+}
+
+extension StoreSQL {
+    /// `SQLStore.claimDue` in the caller's transaction.
+    static func claimDue(owner: String, now: Date, lease: TimeInterval, limit: Int, _ connection: any SQLSession)
+        throws -> [OutboxItem]
+    {
+        let millis = now.storageMilliseconds
+        try connection.cached(
+            """
+            UPDATE outbox SET state = \(StoreSQL.stateAfterSending), lease_owner = NULL, lease_until = NULL, updated_at = ?
+            WHERE state = 'sending' AND lease_until <= ?
+            """
+        ).run([.integer(millis), .integer(millis)])
+        return try connection.cached(
+            """
+            UPDATE outbox SET state = 'sending', lease_owner = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
+            WHERE id IN (
+                SELECT id FROM outbox AS candidate
+                WHERE state = 'pending' AND due_at <= ?
+                  AND NOT EXISTS (
+                      SELECT 1 FROM outbox AS busy
+                      WHERE busy.order_id = candidate.order_id AND busy.kind = candidate.kind
+                        AND busy.target_id = candidate.target_id AND busy.state IN ('pending', 'sending')
+                        AND ((busy.state = 'sending' AND +busy.lease_until > ?)
+                            OR (busy.state = 'pending' AND busy.id > candidate.id))\(connection.dialect.perRowSubquery))
+                ORDER BY due_at, id LIMIT ?\(connection.dialect.skippingLockedRows))
+            RETURNING id, order_id, event_id, kind, target_id, attempts, due_at, created_at, request_id
+            """
+        ).rows([
+            .text(owner), .integer(millis + Int64(lease * 1000)), .integer(millis), .integer(millis),
+            .integer(millis), .integer(Int64(limit)),
+        ]) { row in
+            OutboxItem(
+                id: try row.int("id"), orderID: try row.text("order_id"), eventID: try row.optionalInt("event_id"),
+                target: try StoreSQL.decodeTarget(row), attempts: Int(try row.int("attempts")),
+                dueAt: Date(storageMilliseconds: try row.int("due_at")),
+                createdAt: Date(storageMilliseconds: try row.int("created_at")),
+                requestID: try row.optionalText("request_id")
+            )
+        }.sorted { $0.id < $1.id }
     }
 }
