@@ -165,6 +165,9 @@ public final class Database: Sendable {
     /// Writes per commit so far: how much the group commit saves.
     public var commitStatistics: GroupCommitStatistics { committer.statistics }
 
+    /// Writes waiting for a group of their own (tests wait on it to order writes they queue).
+    package var queuedWrites: Int { committer.queuedWrites }
+
     /// Runs `body` on a reader connection, inside one read transaction for a consistent view
     /// (or outside any, for statements such as `VACUUM INTO` that refuse to run in one).
     func read<T>(inTransaction: Bool = true, _ body: (SQLiteConnection) throws -> T) throws(StorageError) -> T {

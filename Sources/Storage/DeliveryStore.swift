@@ -57,6 +57,8 @@ public protocol DeliveryStore: WebhookStore {
         throws(StorageError) -> Bool
 
     // The outbox and the push log.
+    /// The planning read of claimed rows on its own (the push worker reads it with its claim,
+    /// `claimBatch`).
     /// - Parameter counted: the activities whose high-priority pushes since `since` are counted
     ///   (a count reads the activity's push log): only those a priority-10 push may go to.
     func pushBatchContext(

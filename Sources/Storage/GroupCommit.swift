@@ -51,6 +51,9 @@ final class GroupCommitter: Sendable {
         }
     }
 
+    /// Writes submitted and not yet taken into a group.
+    var queuedWrites: Int { queue.withLock { $0.waiting.count } }
+
     /// Runs `write` in a shared write transaction. A write that waits returns once the transaction
     /// that holds it committed or failed; one with a completion returns at once, and its completion
     /// is called then.
@@ -77,7 +80,9 @@ final class GroupCommitter: Sendable {
 
     /// Runs the queued writes' groups, `own`'s first. A caller's thread leads only the group that
     /// holds its own write: the next group goes to the next waiting caller, or to `leaderQueue` when
-    /// that write has no thread waiting.
+    /// that write has no thread waiting. `leaderQueue`'s thread leads every group while writes are
+    /// queued, waiting callers' included: handing a group to its first caller's thread cost a
+    /// wake-up in which the writer did nothing, for every claim and outcome of the pushers.
     /// - Returns: whether `own`'s group went to the syncer, which then finishes `own`'s turn once more.
     @discardableResult
     private func lead(_ own: PendingWrite?) -> Bool {
@@ -98,7 +103,7 @@ final class GroupCommitter: Sendable {
                     queue.leaderActive = false
                     return nil
                 }
-                if next.waits { next.mustLead = true }
+                if next.waits && own != nil { next.mustLead = true }
                 return next
             }
             if let syncer, committed {
@@ -114,12 +119,8 @@ final class GroupCommitter: Sendable {
                 }
             }
             guard let next else { return ownAwaitsSync }
-            if next.waits {
-                next.finishTurn()
-                return ownAwaitsSync
-            }
             if own != nil {
-                leaderQueue.async { self.lead(nil) }
+                if next.waits { next.finishTurn() } else { leaderQueue.async { self.lead(nil) } }
                 return ownAwaitsSync
             }
         }

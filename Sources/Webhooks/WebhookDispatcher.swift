@@ -45,8 +45,9 @@ public struct WebhookDispatcherConfiguration: Sendable {
 ///
 /// Concurrency: one thread of its own, which owns the libcurl multi handle and runs every transfer
 /// on it without blocking on any one; it shares nothing with the push workers (no thread, no
-/// connection, no lock), so a receiver that hangs can never delay a push to APNs. Other threads only
-/// ask it to stop.
+/// connection, no lock), so a receiver that hangs can never delay a push to APNs. It runs niced
+/// (`threadNiceness`), and hands its store calls to a `StoreCallThread` at the process's priority.
+/// Other threads only ask it to stop.
 public final class WebhookDispatcher: Sendable {
     private let store: any WebhookStore
     private let sealingKey: SealingKey

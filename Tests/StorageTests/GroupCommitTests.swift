@@ -87,6 +87,44 @@ struct GroupCommitTests {
         #expect(statistics.snapshot.syncs >= 1)
     }
 
+    /// While writes are queued the committer's own thread leads every group: a waiting caller queued
+    /// behind a running group is run and answered from there, not woken to lead a group of its own
+    /// (a hand-over in which the writer did nothing).
+    @Test func aWaitingCallerQueuedBehindAGroupIsRunByTheCommittersThread() throws {
+        let directory = try TemporaryDirectory()
+        let database = try StoreFixtures.database(directory)
+        let holding = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let finished = DispatchGroup()
+        finished.enter()
+        // A write with a completion holds the writer until released.
+        database.write({ _ in
+            holding.signal()
+            release.wait()
+            return 0
+        }) { _ in finished.leave() }
+        holding.wait()
+        let threads = Mutex<(caller: pthread_t?, body: pthread_t?)>((nil, nil))
+        finished.enter()
+        Thread {
+            threads.withLock { $0.caller = pthread_self() }
+            _ = try? database.write { _ in threads.withLock { $0.body = pthread_self() } }
+            finished.leave()
+        }.start()
+        // Released once the caller's write is queued behind the running group.
+        let deadline = Date().addingTimeInterval(30)
+        while database.queuedWrites == 0 && Date() < deadline { usleep(1_000) }
+        #expect(database.queuedWrites == 1)
+        release.signal()
+        #expect(finished.wait(timeout: .now() + 30) == .success)
+        let (caller, body) = threads.withLock { $0 }
+        guard let caller, let body else {
+            Issue.record("the waiting write did not run")
+            return
+        }
+        #expect(pthread_equal(caller, body) == 0, "the caller was woken to lead its own group")
+    }
+
     /// With `synchronous=normal` nothing syncs beside the writer: a commit is answered when it returns.
     @Test func normalSynchronousAnswersAtCommit() throws {
         let directory = try TemporaryDirectory()

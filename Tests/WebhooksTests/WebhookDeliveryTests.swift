@@ -216,20 +216,22 @@ struct WebhookDeliveryTests {
         try harness.orders(3)
         #expect(receiver.wait { $0.count == 3 }, "a dispatcher at niceness 13 delivers")
         #expect(Self.threadNicenesses().filter { $0 == 13 }.count == 1, "one thread at the dispatcher's niceness")
-        #expect(Self.threadNicenesses().contains(0), "the rest of the process keeps its priority")
+        #expect(Self.niceness(statFile: "/proc/thread-self/stat") == 0, "the thread that started it keeps its priority")
     }
 
-    /// The niceness of every thread of this process (`/proc/self/task/*/stat`, field 19).
+    /// The niceness of every thread of this process.
     static func threadNicenesses() -> [Int] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-        return tasks.compactMap { task in
-            guard let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
-                let nameEnd = stat.lastIndex(of: ")")
-            else { return nil }
-            // The fields after the command's closing parenthesis start at field 3 (the state).
-            let fields = stat[stat.index(nameEnd, offsetBy: 2)...].split(separator: " ")
-            return fields.count > 16 ? Int(fields[16]) : nil
-        }
+        return tasks.compactMap { niceness(statFile: "/proc/self/task/\($0)/stat") }
+    }
+
+    /// Field 19 of a thread's `stat` file.
+    static func niceness(statFile: String) -> Int? {
+        guard let stat = try? String(contentsOfFile: statFile, encoding: .utf8), let nameEnd = stat.lastIndex(of: ")")
+        else { return nil }
+        // The fields after the command's closing parenthesis start at field 3 (the state).
+        let fields = stat[stat.index(nameEnd, offsetBy: 2)...].split(separator: " ")
+        return fields.count > 16 ? Int(fields[16]) : nil
     }
 
     /// A receiver that hangs holds its own endpoint's attempts (at most `perEndpoint`), never another's.

@@ -86,6 +86,7 @@ extension SQLStore {
 }
 
 extension StoreSQL {
+    /// `SQLStore.pushBatchContext` in the caller's transaction.
     static func pushBatchContext(
         for items: [OutboxItem], highPrioritySince since: Date, countingFor counted: (Order, ActivityRecord) -> Bool,
         _ connection: any SQLSession
