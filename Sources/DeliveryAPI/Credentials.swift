@@ -90,8 +90,15 @@ public enum Credentials {
         )
     }
 
-    /// The random part of a new order id: 16 hex digits, unguessable enough that ids reveal no volume.
-    static func newOrderIDSuffix() -> String { SecureRandom.hexToken(byteCount: 8) }
+    /// The part of a new order id after `o_`: the creation time in milliseconds (12 hex digits), then
+    /// 16 random hex digits, unguessable enough that ids reveal no volume. Ids in creation order
+    /// keep the order's rows in every index keyed by its id (events, pushes, the push log) on the
+    /// few pages that recent orders share: random ids put each change on pages of its own.
+    static func newOrderIDSuffix(now: Date) -> String {
+        let milliseconds = UInt64(max(0, now.timeIntervalSince1970 * 1000))
+        let time = (0..<6).map { UInt8(truncatingIfNeeded: milliseconds >> (8 * (5 - $0))) }
+        return Hex.encode(time + SecureRandom.bytes(8))
+    }
 
     /// A new tracking token and the hash the order keeps.
     static func newTrackingToken() -> (token: String, hash: String) {

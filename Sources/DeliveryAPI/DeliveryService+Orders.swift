@@ -30,7 +30,7 @@ extension DeliveryService {
         let (order, event): (Order, OrderEvent)
         do {
             (order, event) = try draft.validated(
-                id: "o_" + Credentials.newOrderIDSuffix(), merchantID: merchantID, by: principal, at: now)
+                id: "o_" + Credentials.newOrderIDSuffix(now: now), merchantID: merchantID, by: principal, at: now)
         } catch {
             // A field of the wrong type reached the domain as missing: report it once, as the reader saw it.
             let typed = Set(reader.issues.map(\.field))

@@ -146,6 +146,20 @@ struct OrderAPITests {
         #expect(history == ["placed", "pickup", "delivered"])
     }
 
+    /// Ids sort in creation order (their first 12 hex digits are the milliseconds), so that recent
+    /// orders share index pages, and keep 64 random bits after that.
+    @Test func orderIDsSortByCreationTimeAndStayUnguessable() {
+        let earlier = Date(timeIntervalSince1970: 1_800_000_000.5)
+        let first = Credentials.newOrderIDSuffix(now: earlier)
+        let sameMoment = Credentials.newOrderIDSuffix(now: earlier)
+        let later = Credentials.newOrderIDSuffix(now: earlier.addingTimeInterval(0.001))
+        let hexDigits = Set("0123456789abcdef")
+        for id in [first, sameMoment, later] { #expect(id.count == 28 && id.allSatisfy(hexDigits.contains)) }
+        #expect(first.prefix(12) == "01a3185c51f4")  // 1,800,000,000,500 ms
+        #expect(first.prefix(12) == sameMoment.prefix(12) && first.dropFirst(12) != sameMoment.dropFirst(12))
+        #expect(first < later && sameMoment < later)
+    }
+
     /// The same Idempotency-Key replays the first answer; with another body it is 422; the same
     /// order number without a key returns the first order (200) without a new tracking token.
     @Test func idempotentCreation() throws {
