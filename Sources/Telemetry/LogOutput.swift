@@ -12,6 +12,10 @@ import Foundation
 /// writer catches up, never silently. `flush` waits until everything submitted so far is written,
 /// for shutdown and for errors that must reach the log before the process may die.
 ///
+/// The writer gathers lines for `gathering` after the first of a batch arrives (or until the buffer
+/// is half full, or someone flushes): waking it for each submit cost a futex round trip per access
+/// log hand-off and push batch, 2 % of the process's CPU under load.
+///
 /// - Note: `@unchecked Sendable`: every stored `var` is read and written only while `condition` is
 ///   locked; the writer thread and the callers meet only there.
 public final class LogOutput: @unchecked Sendable {
@@ -26,6 +30,8 @@ public final class LogOutput: @unchecked Sendable {
 
     /// Bytes waiting for the writer, at most.
     public let capacity: Int
+    /// How long the writer lets lines gather before it writes them.
+    public let gathering: Double
 
     private let destination: @Sendable ([UInt8]) -> Int
     private let condition = NSCondition()
@@ -36,17 +42,22 @@ public final class LogOutput: @unchecked Sendable {
     private var dropped = 0
     private var unreported = 0
     private var writerStarted = false
+    /// Callers waiting in `flush`: the writer then writes at once.
+    private var flushing = 0
 
     /// Lines to a file descriptor (standard error, a file, a pipe). Writes retry `EINTR`, wait out
     /// `EAGAIN`; a batch the descriptor refuses (`EPIPE`, `ENOSPC`) counts as dropped.
-    public convenience init(fileDescriptor: Int32, capacity: Int = 4 << 20) {
-        self.init(capacity: capacity) { batch in Self.writeAll(batch, to: fileDescriptor) }
+    public convenience init(fileDescriptor: Int32, capacity: Int = 4 << 20, gathering: Double = 0.005) {
+        self.init(capacity: capacity, gathering: gathering) { batch in Self.writeAll(batch, to: fileDescriptor) }
     }
 
     /// Lines to `destination`, called on the writer thread with a batch of whole lines; it returns
     /// how many of the batch's lines it could not keep.
-    public init(capacity: Int = 4 << 20, destination: @escaping @Sendable ([UInt8]) -> Int) {
+    public init(
+        capacity: Int = 4 << 20, gathering: Double = 0.005, destination: @escaping @Sendable ([UInt8]) -> Int
+    ) {
         self.capacity = capacity
+        self.gathering = gathering
         self.destination = destination
     }
 
@@ -62,6 +73,7 @@ public final class LogOutput: @unchecked Sendable {
             return false
         }
         let wasEmpty = pending.isEmpty
+        let wasBelowHalf = pending.count < capacity / 2
         pending.append(contentsOf: bytes)
         submittedBytes += UInt64(bytes.count)
         if !writerStarted {
@@ -69,8 +81,9 @@ public final class LogOutput: @unchecked Sendable {
             let thread = Thread { [self] in drain() }
             thread.name = "log-writer"
             thread.start()
-        } else if wasEmpty {
-            condition.signal()
+        } else if wasEmpty || (wasBelowHalf && pending.count >= capacity / 2) {
+            // Broadcast: a caller waiting in `flush` shares the condition with the writer.
+            condition.broadcast()
         }
         return true
     }
@@ -87,6 +100,10 @@ public final class LogOutput: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         let target = submittedBytes
+        guard writtenBytes < target else { return true }
+        flushing += 1
+        defer { flushing -= 1 }
+        condition.broadcast()  // a gathering writer writes now
         while writtenBytes < target {
             if !condition.wait(until: deadline) { return writtenBytes >= target }
         }
@@ -105,6 +122,8 @@ public final class LogOutput: @unchecked Sendable {
         while true {
             condition.lock()
             while pending.isEmpty && unreported == 0 { condition.wait() }
+            let gatheredBy = Date(timeIntervalSinceNow: gathering)
+            while flushing == 0 && pending.count < capacity / 2 && condition.wait(until: gatheredBy) {}
             var batch = pending
             pending = spare
             pending.removeAll(keepingCapacity: true)

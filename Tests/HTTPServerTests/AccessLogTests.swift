@@ -119,6 +119,21 @@ struct LogOutputTests {
         #expect(output.submit(line: "after\n") && output.flush(timeout: 30) && destination.lines.last == "after")
     }
 
+    /// Lines submitted together are written together: the writer lets them gather before it writes,
+    /// and a flush has it write at once instead of waiting out the gathering.
+    @Test func linesGatherIntoOneWriteAndAFlushDoesNotWait() {
+        let batches = Mutex<[[UInt8]]>([])
+        let output = LogOutput(capacity: 1 << 20, gathering: 3600) { batch in
+            batches.withLock { $0.append(batch) }
+            return 0
+        }
+        for index in 0..<100 { #expect(output.submit(line: "line \(index)\n")) }
+        #expect(output.flush(timeout: 60))
+        let written = batches.withLock { $0 }
+        #expect(written.count == 1)
+        #expect(String(decoding: written.joined(), as: UTF8.self).split(separator: "\n").count == 100)
+    }
+
     /// A loop whose log output is stuck still answers every request; the lines it could not keep are counted.
     @Test func aStuckLogDoesNotStopTheLoop() throws {
         let destination = HeldDestination()
