@@ -65,16 +65,18 @@ extension PushWorker {
             environmentConfirmed: pauses.isConfirmed(entry.environment)
         )
         let reason = response.reason?.description ?? response.transportError ?? "status \(response.status ?? 0)"
-        let fields: [String: Logger.Value] = [
-            "request.id": .string(item.requestID ?? "-"), "order.id": .string(item.orderID),
-            "push.target": .string(Self.targetLabel(item.target)), "push.event": .string(event),
-            "apns.status": .int(response.status ?? 0), "apns.reason": .string(reason),
-            "device.token.prefix": .string(String(entry.token.prefix(8))),
-        ]
         recordAnswer(
             entry, accepted: action == .delivered,
             failure: response.reason?.description
-                ?? (response.status == nil ? "transport" : "status_\(response.status ?? 0)"), fields: fields)
+                ?? (response.status == nil ? "transport" : "status_\(response.status ?? 0)")
+        ) {
+            [
+                "request.id": .string(item.requestID ?? "-"), "order.id": .string(item.orderID),
+                "push.target": .string(Self.targetLabel(item.target)), "push.event": .string(event),
+                "apns.status": .int(response.status ?? 0), "apns.reason": .string(reason),
+                "device.token.prefix": .string(String(entry.token.prefix(8))),
+            ]
+        }
         var completion = PushCompletion(item: item, outcome: .sent, attempt: attempt)
         var refresh = false
         switch action {

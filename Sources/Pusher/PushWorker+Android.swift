@@ -130,13 +130,15 @@ extension PushWorker {
         metrics.fcmRoundTrip.observe(response.latencySeconds)
         recordAnswer(
             entry, accepted: action == .delivered,
-            failure: response.errorCode ?? (response.status == nil ? "transport" : "status_\(response.status ?? 0)"),
-            fields: [
+            failure: response.errorCode ?? (response.status == nil ? "transport" : "status_\(response.status ?? 0)")
+        ) {
+            [
                 "request.id": .string(item.requestID ?? "-"), "order.id": .string(item.orderID),
                 "push.target": .string(Self.targetLabel(item.target)), "push.event": .string(entry.push.event.rawValue),
                 "fcm.status": .int(response.status ?? 0), "fcm.reason": .string(reason),
                 "device.token.prefix": .string(String(entry.token.prefix(8))),
-            ])
+            ]
+        }
         var completion = PushCompletion(item: item, outcome: .sent, attempt: attempt)
         switch action {
         case .delivered:

@@ -371,15 +371,17 @@ public final class PushWorker {
 
     /// Counts one answer by merchant and failure reason, and logs it: each accepted push at debug,
     /// each refused one at warning.
-    func recordAnswer(_ entry: Planned, accepted: Bool, failure: String, fields: [String: Logger.Value]) {
+    /// - Parameter fields: built only for a line that is logged: an accepted push is logged at
+    ///   `debug`, which a service under load does not log.
+    func recordAnswer(_ entry: Planned, accepted: Bool, failure: String, fields: () -> [String: Logger.Value]) {
         metrics.changeToAnswer.observe(max(0, Date().timeIntervalSince(entry.item.createdAt)))
         if accepted {
             metrics.merchantPushes.increment([entry.merchantID, "accepted"])
-            logger.debug("push.accepted", fields)
+            if logger.minimumLevel <= .debug { logger.debug("push.accepted", fields()) }
         } else {
             metrics.merchantPushes.increment([entry.merchantID, "failed"])
             metrics.failures.increment([entry.platform.rawValue, failure])
-            logger.warning("push.not_accepted", fields)
+            logger.warning("push.not_accepted", fields())
         }
     }
 
