@@ -73,11 +73,12 @@ enum JSONValue: Sendable, Hashable {
             output.append(UInt8(ascii: "]"))
         case .object(let members):
             output.append(UInt8(ascii: "{"))
-            for (index, key) in members.keys.sorted().enumerated() {
+            // Sorted as pairs: sorting the keys and looking each up again hashed every key of every answer.
+            for (index, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
                 if index > 0 { output.append(UInt8(ascii: ",")) }
-                Self.writeString(key, into: &output)
+                Self.writeString(member.key, into: &output)
                 output.append(UInt8(ascii: ":"))
-                members[key]!.write(into: &output)
+                member.value.write(into: &output)
             }
             output.append(UInt8(ascii: "}"))
         case .fragment(let bytes): output.append(contentsOf: bytes)
