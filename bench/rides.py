@@ -5,8 +5,8 @@ usage: rides.py DELIVERYD_BINARY   (from the repository root, with the bench vir
 One deliveryd (release) with its defaults (access log on, to a file; synchronous=full; the log
 sender: no APNs key), on a fresh data directory. Setup: RIDERS riders (default 1000), each with 3
 open orders being delivered to a destination, each order with one Live Activity; and, for the
-status changes, ROUNDS x 2 slices of CHANGE_ORDERS orders (default 20000: four changes each, enough for
-DURATION seconds at 10,000 changes a second; a phase that runs out says so) assigned to one rider.
+status changes, ROUNDS x 2 slices of CHANGE_ORDERS orders (default 32000: four changes each, enough for
+DURATION seconds at 16,000 changes a second; a phase that runs out says so) assigned to one rider.
 Then ROUNDS (default 2) rounds of, alternately:
   A  DURATION seconds (default 8) of status changes alone (64 connections, as bench/e2e.sh);
   B  the same with the riders posting positions at RATE per second (default 1000), BATCH (default
@@ -30,7 +30,7 @@ from benchlib import free_port, wait_for
 from e2e import ADMIN, Client, cpu_seconds, wrk, wrk_result
 
 RIDERS = int(os.environ.get("RIDERS", "1000"))
-CHANGE_ORDERS = int(os.environ.get("CHANGE_ORDERS", "20000"))
+CHANGE_ORDERS = int(os.environ.get("CHANGE_ORDERS", "32000"))
 DURATION = int(os.environ.get("DURATION", "8"))
 ROUNDS = int(os.environ.get("ROUNDS", "2"))
 RATE = int(os.environ.get("RATE", "1000"))
