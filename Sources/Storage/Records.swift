@@ -309,6 +309,8 @@ public struct DeviceKey: Hashable, Sendable {
 /// - Note: Its orders carry no `items`: the projection never reads them, and decoding them was most
 ///   of the cost of planning a batch.
 public struct PushBatchContext: Sendable {
+    /// The batch's orders as pushes show them: without items and personal data (see
+    /// `StoreSQL.decodeProjectedOrder`).
     public var orders: [String: Order] = [:]
     public var activities: [ActivityKey: ActivityRecord] = [:]
     public var pushToStart: [DeviceKey: PushToStartRecord] = [:]

@@ -134,6 +134,30 @@ struct StoreContractTests {
         #expect(empty.items.isEmpty && empty.context.orders.isEmpty)
     }
 
+    /// The pusher reads an order as pushes show it: every field the projection uses as stored, and
+    /// none of the personal data no push carries (name, phone, address, payment, note, items).
+    @Test(arguments: StoreBackend.all)
+    func aBatchReadsNoPersonalData(backend: StoreBackend) throws {
+        let place = Place()
+        let store = try backend.open(place.path)
+        _ = try StoreFixtures.seed(store, id: "o-1", activities: 1)
+        _ = try StoreFixtures.setStatus(store, "o-1", .preparing)
+        let stored = try #require(try store.order(id: "o-1"))
+        let batch = try store.claimBatch(
+            owner: "w", now: StoreFixtures.t0.addingTimeInterval(1), lease: 30, limit: 10,
+            highPrioritySince: StoreFixtures.t0, countingFor: { _, _ in false })
+        let read = try #require(batch.context.orders["o-1"])
+        #expect(
+            [read.id, read.merchantID, read.number, read.merchantName, read.customer.id, read.customer.locale]
+                == [stored.id, stored.merchantID, stored.number, stored.merchantName, stored.customer.id, "de-DE"])
+        #expect(read.status == .preparing && read.cancelledAt == stored.cancelledAt && read.rider == stored.rider)
+        #expect(read.estimatedArrival == stored.estimatedArrival && read.createdAt == stored.createdAt)
+        #expect(read.updatedAt == stored.updatedAt && read.tracking == stored.tracking)
+        #expect(stored.customer.phone == "+49 30 1234567" && stored.address == "Hauptstr. 1" && stored.note != nil)
+        #expect(read.customer.name.isEmpty && read.customer.phone.isEmpty && read.address.isEmpty)
+        #expect(read.payment.method.isEmpty && read.payment.last4 == nil && read.note == nil && read.items.isEmpty)
+    }
+
     /// A body that throws leaves nothing, and its error comes back as it is: a domain refusal after
     /// writes were made is an `OrderError`, not a storage failure.
     @Test(arguments: StoreBackend.all)

@@ -339,13 +339,7 @@ extension StoreSQL {
         let destination = try row.optionalDouble("destination_latitude").map { latitude in
             Coordinate(latitude: latitude, longitude: try row.double("destination_longitude"))
         }
-        let tracking = try row.optionalInt("ride_position_at").map { at in
-            DeliveryTracking(
-                positionAt: Date(storageMilliseconds: at),
-                remainingDistance: try row.optionalDouble("ride_remaining_m"),
-                initialDistance: try row.optionalDouble("ride_initial_m"),
-                estimatedArrival: try row.optionalInt("ride_eta").map(Date.init(storageMilliseconds:)))
-        }
+        let tracking = try decodeTracking(row)
         return Order(
             id: id, merchantID: try row.text("merchant_id"), number: try row.text("number"),
             merchantName: try row.text("merchant_name"),
@@ -367,6 +361,19 @@ extension StoreSQL {
             updatedAt: Date(storageMilliseconds: try row.int("updated_at")),
             destination: destination, tracking: tracking
         )
+    }
+}
+
+extension StoreSQL {
+    /// The ride an order's row holds, if a position of its rider was seen.
+    static func decodeTracking(_ row: any DatabaseRow) throws -> DeliveryTracking? {
+        try row.optionalInt("ride_position_at").map { at in
+            DeliveryTracking(
+                positionAt: Date(storageMilliseconds: at),
+                remainingDistance: try row.optionalDouble("ride_remaining_m"),
+                initialDistance: try row.optionalDouble("ride_initial_m"),
+                estimatedArrival: try row.optionalInt("ride_eta").map(Date.init(storageMilliseconds:)))
+        }
     }
 }
 
