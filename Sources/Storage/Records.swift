@@ -306,11 +306,10 @@ public struct DeviceKey: Hashable, Sendable {
 
 /// Everything the pusher reads to plan a claimed batch, read in one transaction.
 ///
-/// - Note: Its orders carry no `items`: the projection never reads them, and decoding them was most
+/// - Note: Its orders are read as pushes show them, without `items` and personal data
+///   (`StoreSQL.decodeProjectedOrder`): the projection never reads them, and decoding them was most
 ///   of the cost of planning a batch.
 public struct PushBatchContext: Sendable {
-    /// The batch's orders as pushes show them: without items and personal data (see
-    /// `StoreSQL.decodeProjectedOrder`).
     public var orders: [String: Order] = [:]
     public var activities: [ActivityKey: ActivityRecord] = [:]
     public var pushToStart: [DeviceKey: PushToStartRecord] = [:]
